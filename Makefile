@@ -1,0 +1,37 @@
+# Two commands do all the set-up on a fresh machine (see README):
+#   make demo   installs tftrace and TensorFlow into .venv, records and summarizes an example workload
+#   make test   installs the same plus the test tools, then runs lint, type check and tests
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[cpu,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tftrace record -o tftrace-runs/demo-$$(date +%Y%m%d-%H%M%S) --name demo \
+		examples/eager_matmul.py --size 1500 --repeat 5
+	$(BIN)/tftrace summary $$(ls -d tftrace-runs/demo-* | tail -n 1)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/python .ci/typecheck.py
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) tftrace-runs .typecheck

@@ -1,0 +1,54 @@
+"""Thread pools, and how a thread is assigned to one from the evidence recorded."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+
+class Pool(str, enum.Enum):
+    INTER_OP = "inter-op"
+    INTRA_OP = "intra-op"
+    TF_DATA = "tf.data"
+    TF_OTHER = "tf-other"
+    PYTHON_MAIN = "python-main"
+    PYTHON_OTHER = "python-other"
+    BLAS_OPENMP = "blas/openmp"
+    TOOL = "tftrace"
+    OTHER = "other"
+    UNMAPPED = "unmapped"
+
+
+_EIGEN = re.compile(r"^tf_(numa_-?\d+_)?Eigen")
+_BLAS_OBJECTS = ("openblas", "libblas", "mkl", "libgomp", "libiomp", "libomp", "blis")
+
+
+def pool_of_tf_name(name: str) -> Pool:
+    """Pool of a thread from the name TF gave it (trace line name or thread descriptor)."""
+    if name.startswith("tf_Compute"):
+        return Pool.INTER_OP
+    if _EIGEN.match(name):
+        return Pool.INTRA_OP
+    if name.startswith("tf_data"):
+        return Pool.TF_DATA
+    return Pool.TF_OTHER
+
+
+def pool_of_identity(thread: dict[str, Any]) -> tuple[Pool, str]:
+    """(pool, evidence) for one OS thread of ``thread_identity.json``."""
+    if thread.get("tf_name"):
+        return pool_of_tf_name(thread["tf_name"]), f"TF thread name {thread['tf_name']!r}"
+    python_name = thread.get("python_name")
+    if python_name:
+        if python_name.startswith("tftrace-"):
+            return Pool.TOOL, f"tftrace's own thread {python_name!r}"
+        if python_name == "MainThread":
+            return Pool.PYTHON_MAIN, "Python main thread"
+        return Pool.PYTHON_OTHER, f"Python thread {python_name!r}"
+    start_object = (thread.get("start_object") or "").lower()
+    if any(marker in start_object for marker in _BLAS_OBJECTS):
+        return Pool.BLAS_OPENMP, f"started in {thread['start_object']}"
+    if start_object:
+        return Pool.OTHER, f"started in {thread['start_object']}"
+    return Pool.UNMAPPED, "no descriptor found"

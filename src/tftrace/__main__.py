@@ -1,0 +1,3 @@
+from tftrace.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Code that runs inside the workload's process (kept free of heavy imports)."""

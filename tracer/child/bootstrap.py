@@ -1,0 +1,190 @@
+"""Entry point of the workload process: ``python -m tftrace.tracer.child.bootstrap CONFIG``.
+
+Runs the user's script or module the way ``python`` would (``sys.argv``,
+``__main__``, ``sys.path[0]``, exit code), with the TF profiler window and the
+thread-identity watcher around it, and writes ``workload/report.json`` whatever
+way the workload ends.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..environment import clock_anchor
+from ..rundir import IDENTITY, WORKLOAD_REPORT, write_json_atomic
+from . import setter_calls
+from .profiler_window import ProfilerWindow
+from .thread_identity import IdentityRecorder, IdentityWatcher
+
+PR_SET_PTRACER = 0x59616D61
+SETUP_ERROR_EXIT = 2
+
+
+class SetupError(Exception):
+    """The target cannot be started (module not found): reported in one line."""
+
+
+def allow_parent_to_trace() -> None:
+    """Let the recorder's py-spy (a sibling, not an ancestor) read this process.
+
+    Under Yama ptrace_scope=1 only ancestors may attach; PR_SET_PTRACER names the
+    recorder (py-spy's parent) as an allowed tracer. Without Yama it is a no-op.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PTRACER, os.getppid(), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _signal_ready(fd: int | None) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, f"ready {os.getpid()}\n".encode())
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
+    """Drop the bootstrap's and runpy's own frames, as python's traceback would not show them."""
+    here = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in here:
+        tb = tb.tb_next
+    return tb
+
+
+def run_target(target: dict[str, Any]) -> None:
+    args = list(target["args"])
+    if target["kind"] == "script":
+        script = os.path.abspath(target["value"])
+        sys.argv = [target["value"], *args]
+        sys.path[0] = os.path.dirname(script)
+        runpy.run_path(script, run_name="__main__")
+    else:
+        module = target["value"]
+        sys.argv = [module, *args]  # run_module replaces argv[0] with the file, as python -m does
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as e:
+            raise SetupError(f"cannot import module {module!r}: {e}") from None
+        if spec is None:
+            raise SetupError(f"no module named {module!r}")
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def _exit_code_of(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def main(config_path: str) -> int:
+    config = json.loads(Path(config_path).read_text())
+    run_dir = Path(config["run_dir"])
+    report: dict[str, Any] = {
+        "pid": os.getpid(),
+        "target": config["target"],
+        "start_anchor": clock_anchor(),
+        "setter_calls": [],
+        "interrupted": False,
+        "exception": None,
+        "setup_error": None,
+    }
+    allow_parent_to_trace()
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+
+    identity = IdentityRecorder()
+    watcher = IdentityWatcher(identity)
+    watcher.start()
+
+    window: ProfilerWindow | None = None
+    if config["tf_profiler"]["enabled"]:
+        try:
+            setter_calls.install(report["setter_calls"])
+        except Exception as e:
+            report["setter_calls_error"] = f"{type(e).__name__}: {e}"
+        window = ProfilerWindow(
+            str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
+        )
+        window.arm()
+    _signal_ready(config.get("ready_fd"))
+
+    exit_code = 0
+    interrupted = False
+    try:
+        run_target(config["target"])
+    except SetupError as e:
+        report["setup_error"] = str(e)
+        print(f"tftrace: {e}", file=sys.stderr)
+        exit_code = SETUP_ERROR_EXIT
+    except SystemExit as e:
+        exit_code = _exit_code_of(e)
+    except KeyboardInterrupt:
+        interrupted = True
+        exit_code = 128 + signal.SIGINT
+    except BaseException as e:  # the workload's own failure: shown as python shows it
+        report["exception"] = {
+            "type": type(e).__qualname__,
+            "message": str(e),
+            "traceback": traceback.format_exception(e),
+        }
+        sys.excepthook(type(e), e, _user_traceback(e.__traceback__))
+        exit_code = 1
+    finally:
+        # A second Ctrl-C must not cut the profiler's flush short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        report["end_anchor"] = clock_anchor()
+        if window is not None:
+            window.stop()
+            report["tf_profiler"] = window.status
+        watcher.stop()
+        write_json_atomic(run_dir / IDENTITY, identity.to_json())
+        _describe_tf(report)
+        report["interrupted"] = interrupted
+        report["exit_code"] = exit_code
+        report["finished_anchor"] = clock_anchor()
+        write_json_atomic(run_dir / WORKLOAD_REPORT, report)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if interrupted:
+        # Die by SIGINT, as python does on an uncaught KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    return exit_code
+
+
+def _describe_tf(report: dict[str, Any]) -> None:
+    try:
+        report["cpu_affinity"] = sorted(os.sched_getaffinity(0))
+        report["configured_pools"] = setter_calls.configured_pool_sizes()
+        tf = sys.modules.get("tensorflow")
+        report["tensorflow_version"] = getattr(tf, "__version__", None)
+    except Exception as e:
+        report["configured_pools_error"] = f"{type(e).__name__}: {e}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,328 @@
+"""Map every OS thread of this process to its TF thread name and trace line id.
+
+The OS names lie (Eigen workers show as ``python``; TF <= 2.20 names nothing) and
+trace line ids are not OS thread ids. But both can be derived, from inside the
+process, from the thread's glibc descriptor (``struct pthread``, whose address is
+``pthread_t``):
+
+* the trace line id is ``std::hash<std::thread::id>`` of ``pthread_t``, i.e.
+  libstdc++'s ``_Hash_bytes(&pthread_t, 8, 0xc70f6907)``;
+* the descriptor holds the kernel tid, the thread's start routine and its argument;
+  for threads TF starts, the argument begins with the ``std::string`` name TF gave
+  the thread (``tf_numa_-1_Eigen``, ``tf_Compute``, ...), even when the OS name
+  could not be set.
+
+Descriptors sit at the top of each thread's stack mapping, and start with a
+self-pointer (``tcbhead_t.tcb`` and ``.self``), so they can be found by scanning the
+last page of each anonymous mapping. Memory is read through ``/proc/self/mem`` so a
+mapping that vanishes mid-read gives an error, not a crash. Every offset is
+calibrated on threads whose identity is known, never assumed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_HASH_SEED = 0xC70F6907
+_SCAN_BYTES = 8192  # the descriptor lies in the last pages of a thread's stack mapping
+_DESCRIPTOR_BYTES = 2560  # generously more than sizeof(struct pthread) on x86-64 glibc
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+@dataclass
+class ThreadIdentity:
+    tid: int
+    comm: str
+    pthread: int | None = None
+    trace_line_id: int | None = None
+    start_object: str | None = None
+    start_symbol: str | None = None
+    tf_name: str | None = None
+    python_name: str | None = None
+    first_seen_monotonic_ns: int = 0
+
+
+@dataclass
+class Layout:
+    """Offsets inside ``struct pthread``, found by calibration."""
+
+    tid_offset: int | None = None
+    start_routine_offset: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class _Memory:
+    def __init__(self) -> None:
+        self._fd = os.open("/proc/self/mem", os.O_RDONLY)
+
+    def read(self, address: int, size: int) -> bytes | None:
+        try:
+            return os.pread(self._fd, size, address)
+        except (OSError, OverflowError):
+            return None
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None)
+    libc.pthread_self.restype = ctypes.c_ulong
+    libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    return libc
+
+
+def _std_hash() -> Any:
+    lib = ctypes.CDLL("libstdc++.so.6")
+    fn = lib._ZSt11_Hash_bytesPKvmm
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    return fn
+
+
+def trace_line_id(pthread: int, hash_fn: Any) -> int:
+    value = ctypes.c_ulong(pthread)
+    return ctypes.c_int64(hash_fn(ctypes.byref(value), 8, _HASH_SEED)).value
+
+
+def _anonymous_rw_mappings() -> list[tuple[int, int]]:
+    spans = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 5 and parts[1] == "rw-p":
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                spans.append((lo, hi))
+    return spans
+
+
+def _find_descriptors(mem: _Memory) -> list[int]:
+    """Addresses that look like a thread descriptor: tcb == self == own address."""
+    found = []
+    for lo, hi in _anonymous_rw_mappings():
+        size = min(hi - lo, _SCAN_BYTES)
+        base = hi - size
+        data = mem.read(base, size)
+        if data is None or len(data) < 24:
+            continue
+        words = struct.unpack(f"<{len(data) // 8}Q", data[: len(data) // 8 * 8])
+        for i in range(len(words) - 2):
+            addr = base + 8 * i
+            if words[i] == addr and words[i + 2] == addr:
+                found.append(addr)
+    return found
+
+
+def _read_int32(mem: _Memory, address: int) -> int | None:
+    raw = mem.read(address, 4)
+    return struct.unpack("<i", raw)[0] if raw and len(raw) == 4 else None
+
+
+def _read_ptr(mem: _Memory, address: int) -> int | None:
+    raw = mem.read(address, 8)
+    return struct.unpack("<Q", raw)[0] if raw and len(raw) == 8 else None
+
+
+def _object_of(libc: ctypes.CDLL, address: int) -> tuple[str | None, str | None]:
+    info = _DlInfo()
+    if not address or not libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info)):
+        return None, None
+    fname = os.path.basename(info.dli_fname.decode()) if info.dli_fname else None
+    sname = info.dli_sname.decode() if info.dli_sname else None
+    return fname, sname
+
+
+def _read_std_string(mem: _Memory, address: int) -> str | None:
+    """A libstdc++ std::string at ``address`` (pointer, length, inline buffer)."""
+    raw = mem.read(address, 16)
+    if not raw or len(raw) != 16:
+        return None
+    ptr, length = struct.unpack("<QQ", raw)
+    if not 0 < length <= 128:
+        return None
+    raw_text = mem.read(ptr, length)
+    if not raw_text or len(raw_text) != length or not raw_text.isascii():
+        return None
+    text = raw_text.decode()
+    return text if text.isprintable() else None
+
+
+def calibrate(mem: _Memory, libc: ctypes.CDLL) -> Layout:
+    """Find the tid and start-routine offsets on threads whose answers we know."""
+    layout = Layout()
+    me = libc.pthread_self()
+    block = mem.read(me, _DESCRIPTOR_BYTES)
+    if not block:
+        layout.errors.append("cannot read this thread's descriptor")
+        return layout
+    my_tid = threading.get_native_id()
+    tid_offsets = [
+        o for o in range(0, len(block) - 4, 4) if struct.unpack_from("<i", block, o)[0] == my_tid
+    ]
+    if len(tid_offsets) != 1:
+        layout.errors.append(f"tid offset ambiguous or absent: {tid_offsets}")
+        return layout
+    layout.tid_offset = tid_offsets[0]
+    # This function runs on a thread started by Python's threading module: its
+    # start routine lies in the object that holds the interpreter's thread code.
+    python_object, _ = _object_of(
+        libc, ctypes.cast(ctypes.pythonapi.PyThread_start_new_thread, ctypes.c_void_p).value or 0
+    )
+    candidates = [
+        o
+        for o in range(layout.tid_offset, len(block) - 16, 8)
+        if python_object
+        and _object_of(libc, struct.unpack_from("<Q", block, o)[0])[0] == python_object
+    ]
+    if threading.current_thread() is threading.main_thread() or not candidates:
+        layout.errors.append("start routine offset not found")
+    else:
+        layout.start_routine_offset = candidates[0]
+    return layout
+
+
+class IdentityRecorder:
+    """Snapshots thread identities; merged by tid across snapshots."""
+
+    def __init__(self) -> None:
+        self.threads: dict[int, ThreadIdentity] = {}
+        self.errors: list[str] = []
+        self.snapshots = 0
+        self.layout: Layout | None = None
+        self._lock = threading.Lock()
+        try:
+            self._mem: _Memory | None = _Memory()
+            self._libc: ctypes.CDLL | None = _libc()
+        except OSError as e:
+            self._mem = None
+            self._libc = None
+            self.errors.append(f"cannot read own memory: {e}")
+        try:
+            self._hash: Any = _std_hash()
+        except (OSError, AttributeError) as e:
+            self._hash = None
+            self.errors.append(f"std::hash unavailable: {e}")
+
+    def snapshot(self) -> None:
+        """Never raises: identity evidence must not break the workload."""
+        with self._lock:
+            try:
+                self._snapshot()
+            except Exception as e:
+                self.errors.append(f"snapshot failed: {type(e).__name__}: {e}")
+
+    def _snapshot(self) -> None:
+        if self._mem is None or self._libc is None:
+            return
+        mem, libc = self._mem, self._libc
+        if self.layout is None:
+            self.layout = calibrate(mem, libc)
+            self.errors.extend(self.layout.errors)
+        now = time.monotonic_ns()
+        python_names = {t.native_id: t.name for t in threading.enumerate()}
+        live = {int(t) for t in os.listdir("/proc/self/task")}
+        descriptors = {}
+        if self.layout.tid_offset is not None:
+            for addr in [*_find_descriptors(mem), libc.pthread_self()]:
+                tid = _read_int32(mem, addr + self.layout.tid_offset)
+                if tid in live:
+                    descriptors[tid] = addr
+        self.snapshots += 1
+        for tid in live:
+            known = self.threads.get(tid)
+            if known is None:
+                known = ThreadIdentity(tid=tid, comm=_comm(tid), first_seen_monotonic_ns=now)
+                self.threads[tid] = known
+            known.comm = _comm(tid) or known.comm
+            if tid in python_names:
+                known.python_name = python_names[tid]
+            addr = descriptors.get(tid)
+            if addr is None or known.pthread is not None:
+                continue
+            known.pthread = addr
+            if self._hash is not None:
+                known.trace_line_id = trace_line_id(addr, self._hash)
+            self._describe_start(known, addr)
+
+    def _describe_start(self, thread: ThreadIdentity, addr: int) -> None:
+        assert self._mem is not None and self._libc is not None and self.layout is not None
+        offset = self.layout.start_routine_offset
+        if offset is None:
+            return
+        routine = _read_ptr(self._mem, addr + offset)
+        arg = _read_ptr(self._mem, addr + offset + 8)
+        if not routine:
+            return
+        thread.start_object, thread.start_symbol = _object_of(self._libc, routine)
+        obj = thread.start_object or ""
+        if arg and ("tensorflow" in obj or "tsl" in obj or "xla" in obj):
+            # TF's PThread::ThreadFn gets a ThreadParams whose first member is the name.
+            thread.tf_name = _read_std_string(self._mem, arg)
+
+    def to_json(self) -> dict[str, Any]:
+        layout = self.layout or Layout()
+        return {
+            "method": "glibc thread descriptors read from /proc/self/mem; "
+            "trace_line_id = libstdc++ std::hash<std::thread::id>(pthread_t)",
+            "tid_offset": layout.tid_offset,
+            "start_routine_offset": layout.start_routine_offset,
+            "snapshots": self.snapshots,
+            "errors": self.errors,
+            "threads": [asdict(t) for t in sorted(self.threads.values(), key=lambda t: t.tid)],
+        }
+
+
+def _comm(tid: int) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+class IdentityWatcher:
+    """Takes a snapshot whenever new threads appear, so short-lived pools are seen too."""
+
+    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.25) -> None:
+        self.recorder = recorder
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tftrace-identity", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        self.recorder.snapshot()  # calibrates on this thread, whose start routine is known
+        seen: set[int] = set()
+        pending = False
+        while not self._stop.wait(self._interval):
+            try:
+                live = {int(t) for t in os.listdir("/proc/self/task")}
+            except OSError:
+                continue
+            if pending:  # one interval after threads appeared: they have set themselves up
+                self.recorder.snapshot()
+                pending = False
+            if live - seen:
+                pending = True
+            seen = live
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.recorder.snapshot()

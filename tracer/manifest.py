@@ -1,0 +1,136 @@
+"""Build ``manifest.json``: what was run, where, with which settings, and what each source got."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from tftrace import __version__
+
+from .environment import (
+    POOL_ENV_VARS,
+    distribution_version,
+    host_facts,
+    relevant_env,
+    resolve_pool_size,
+)
+from .options import RecordOptions
+from .rundir import SCHEMA_VERSION, RunDir
+
+TRACKED_DISTRIBUTIONS = (
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-intel",
+    "tf-nightly",
+    "tensorboard",
+    "tensorboard-plugin-profile",
+    "xprof",
+    "py-spy",
+    "numpy",
+    "protobuf",
+)
+
+
+def initial(
+    options: RecordOptions, run: RunDir, env: dict[str, str], start_anchor: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "tftrace-run",
+        "tftrace_version": __version__,
+        "status": "running",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "name": options.name,
+        "run_dir": str(run.path.resolve()),
+        "argv": sys.argv,
+        "cwd": os.getcwd(),
+        "target": {
+            "kind": options.target.kind,
+            "value": options.target.value,
+            "args": list(options.target.args),
+        },
+        "workload_command": [sys.executable, *options.target.argv()],
+        "host": host_facts(),
+        "versions": {
+            "python": sys.version.split()[0],
+            **distribution_version(*TRACKED_DISTRIBUTIONS),
+        },
+        "env": relevant_env(env),
+        "options": {
+            "tf_profiler": options.tf_profiler,
+            "delay_s": options.delay_s,
+            "duration_s": options.duration_s,
+            "pyspy": options.pyspy,
+            "pyspy_rate": options.pyspy_rate,
+            "pyspy_native": options.pyspy_native,
+            "sampler": options.sampler,
+            "sample_hz": options.sample_hz,
+        },
+        "clock": {"start": start_anchor},
+        "sources": {},
+    }
+
+
+def pools(
+    report: dict[str, Any] | None, env: dict[str, str], affinity: list[int]
+) -> dict[str, Any]:
+    """Effective pool sizes with the reason for each (config, env var or default)."""
+    configured = (report or {}).get("configured_pools") or {}
+    cpus = len((report or {}).get("cpu_affinity") or affinity)
+    out = {}
+    for pool, var in POOL_ENV_VARS.items():
+        value = int(configured.get(pool, 0) or 0)
+        resolved = resolve_pool_size(value, env.get(var), cpus)
+        out[pool] = {
+            **resolved,
+            "configured": value,
+            "env": env.get(var),
+            "cpus": cpus,
+            "config_known": bool(configured),
+        }
+    return out
+
+
+def files_present(run: RunDir) -> list[str]:
+    return sorted(
+        str(p.relative_to(run.path))
+        for p in run.path.rglob("*")
+        if p.is_file() and not p.name.endswith(".tmp")
+    )
+
+
+def final_status(interrupted: bool, report: dict[str, Any] | None) -> str:
+    if interrupted or (report or {}).get("interrupted"):
+        return "interrupted"
+    if report is None:
+        return "crashed"  # the workload died without writing its report (e.g. a signal)
+    if report.get("setup_error"):
+        return "failed"
+    return "complete"
+
+
+def workload_section(report: dict[str, Any] | None, returncode: int | None) -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "returncode": returncode,
+        "signal": -returncode if returncode and returncode < 0 else None,
+        "stdout": "workload/stdout.log",
+        "stderr": "workload/stderr.log",
+    }
+    if report is None:
+        section["report"] = "missing: the workload process ended before writing it"
+        return section
+    for key in (
+        "pid",
+        "exit_code",
+        "exception",
+        "interrupted",
+        "setup_error",
+        "setter_calls",
+        "configured_pools",
+        "tensorflow_version",
+        "cpu_affinity",
+    ):
+        section[key] = report.get(key)
+    return section

@@ -1,0 +1,139 @@
+"""py-spy source: samples the workload's Python threads (Eigen/BLAS workers are invisible to it).
+
+py-spy attaches to the running workload (``--pid``) rather than launching it: if
+py-spy is refused or crashes, the workload and the other sources go on. The
+workload names the recorder as an allowed tracer (Yama), so a sibling py-spy may
+attach. ``--nonblocking`` by default: blocking mode stops every thread of a TF
+process for each sample and can slow it several-fold.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from .environment import clock_anchor
+from .sources import SourceState, SourceStatus
+
+
+def find_pyspy() -> str | None:
+    """py-spy next to this interpreter (a venv's bin), else on PATH."""
+    beside = Path(sys.executable).with_name("py-spy")
+    if beside.exists():
+        return str(beside)
+    return shutil.which("py-spy")
+
+
+class PySpySource:
+    name = "pyspy"
+
+    def __init__(
+        self,
+        trace_path: Path,
+        log_path: Path,
+        rate: int,
+        native: bool,
+        blocking: bool = False,
+        executable: str | None = None,
+    ) -> None:
+        self.trace_path = trace_path
+        self.log_path = log_path
+        self.rate = rate
+        self.native = native
+        self.blocking = blocking
+        self.executable = executable if executable is not None else find_pyspy()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._anchor: dict[str, int] | None = None
+
+    def availability(self) -> str | None:
+        if self.executable is None:
+            return "py-spy executable not found (pip install py-spy)"
+        return None
+
+    def command(self, pid: int) -> list[str]:
+        assert self.executable is not None
+        cmd = [
+            self.executable,
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            str(self.rate),
+            "--format",
+            "chrometrace",
+            "--threads",
+            "--full-filenames",
+            "--output",
+            str(self.trace_path),
+        ]
+        if not self.blocking:
+            cmd.append("--nonblocking")
+        if self.native:
+            cmd.append("--native")
+        return cmd
+
+    def start(self, pid: int) -> None:
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._anchor = clock_anchor()
+        self._proc = subprocess.Popen(
+            self.command(pid),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def stop(self, timeout_s: float = 30.0) -> SourceStatus:
+        """Called after the workload exited: py-spy notices, writes its trace and ends."""
+        proc = self._proc
+        if proc is None:
+            return SourceStatus(SourceState.FAILED, "py-spy was never started")
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._log is not None:
+            self._log.close()
+        log = self.log_path.read_text(errors="replace")
+        details: dict[str, Any] = {
+            "command": [*self.command(0)[:1], "record", "..."],
+            "rate": self.rate,
+            "native": self.native,
+            "nonblocking": not self.blocking,
+            "start_anchor": self._anchor,
+            "exit_code": proc.returncode,
+        }
+        if self.trace_path.exists() and self.trace_path.stat().st_size > 0:
+            details["samples_line"] = _last_line_with(log, "Samples:")
+            return SourceStatus(SourceState.RECORDED, None, details)
+        return SourceStatus(SourceState.FAILED, _failure_reason(log, proc.returncode), details)
+
+    def terminate(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+
+
+def _last_line_with(text: str, needle: str) -> str | None:
+    """The part of py-spy's last line that starts with ``needle`` ("Samples: 44 Errors: 0")."""
+    lines = [ln[ln.index(needle) :].strip() for ln in text.splitlines() if needle in ln]
+    return lines[-1] if lines else None
+
+
+def _failure_reason(log: str, code: int | None) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        low = ln.lower()
+        if "permission" in low or "ptrace" in low or "operation not permitted" in low:
+            return f"py-spy could not attach (ptrace refused): {ln}"
+    tail = lines[-1] if lines else "no output"
+    return f"py-spy wrote no trace (exit code {code}): {tail}"

@@ -1,0 +1,312 @@
+"""``record()``: run a workload under every available source and write one run directory."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import manifest, rundir
+from .environment import clock_anchor
+from .options import DEFAULT_RUNS_DIR, RecordOptions
+from .os_sampler import OsThreadSampler
+from .pyspy import PySpySource
+from .rundir import RunDir
+from .sources import SourceState, SourceStatus
+from .tee import Tee
+
+READY_TIMEOUT_S = 60.0
+
+
+class RecordError(Exception):
+    """Bad input that stops a recording before it starts (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    run: RunDir
+    exit_code: int
+    manifest: dict[str, Any]
+
+
+def check_target(options: RecordOptions) -> None:
+    target = options.target
+    if target.kind == "script":
+        path = Path(target.value)
+        if not path.exists():
+            raise RecordError(f"script not found: {target.value}")
+        if path.is_dir():
+            raise RecordError(f"script is a directory, not a Python file: {target.value}")
+    if options.tf_profiler and importlib.util.find_spec("tensorflow") is None:
+        raise RecordError(
+            f"TensorFlow is not importable by {sys.executable} "
+            "(install it, or record without it: --no-tf-profiler)"
+        )
+
+
+class _Interrupts:
+    """Ctrl-C / SIGTERM: ask the workload to stop (it flushes the trace); twice: kill it."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.forced = False
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        proc = self.proc
+        if self.signum is None:
+            self.signum = signum
+            print(
+                "\ntftrace: stopping the workload and flushing the trace "
+                "(press Ctrl-C again to kill it)",
+                file=sys.stderr,
+            )
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        else:
+            self.forced = True
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+
+
+def record(options: RecordOptions) -> RecordResult:
+    check_target(options)
+    path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
+    try:
+        run = rundir.create(path)
+    except (FileExistsError, OSError) as e:
+        raise RecordError(f"cannot create run directory {path}: {e}") from None
+
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # output reaches the terminal live through our pipe
+    start_anchor = clock_anchor()
+    data = manifest.initial(options, run, env, start_anchor)
+    rundir.write_json_atomic(run / rundir.MANIFEST, data)
+
+    sampler = OsThreadSampler(run / rundir.OS_SAMPLES_DIR, options.sample_hz)
+    pyspy = PySpySource(
+        run / rundir.PYSPY_TRACE,
+        run / rundir.PYSPY_LOG,
+        options.pyspy_rate,
+        options.pyspy_native,
+        options.pyspy_blocking,
+        executable=options.pyspy_path,
+    )
+    statuses: dict[str, SourceStatus] = {}
+    use_sampler = _wanted(options.sampler, sampler, statuses)
+    use_pyspy = _wanted(options.pyspy, pyspy, statuses)
+
+    ready_r, ready_w = os.pipe()
+    config = {
+        "run_dir": str(run.path.resolve()),
+        "target": {
+            "kind": options.target.kind,
+            "value": options.target.value,
+            "args": list(options.target.args),
+        },
+        "tf_profiler": {
+            "enabled": options.tf_profiler,
+            "delay_s": options.delay_s,
+            "duration_s": options.duration_s,
+        },
+        "ready_fd": ready_w,
+    }
+    rundir.write_json_atomic(run / rundir.CHILD_CONFIG, config)
+
+    interrupts = _Interrupts()
+    interrupts.install()
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tftrace.tracer.child.bootstrap",
+                str((run / rundir.CHILD_CONFIG).resolve()),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(ready_w,),
+            env=env,
+            start_new_session=True,  # our Ctrl-C handling decides what the workload receives
+        )
+        os.close(ready_w)
+        interrupts.proc = proc
+        if interrupts.signum is not None:  # a signal arrived before the child existed
+            proc.send_signal(signal.SIGINT)
+        assert proc.stdout is not None and proc.stderr is not None
+        tees = [
+            Tee(proc.stdout, sys.stdout.buffer, run / rundir.STDOUT_LOG),
+            Tee(proc.stderr, sys.stderr.buffer, run / rundir.STDERR_LOG),
+        ]
+        for tee in tees:
+            tee.start()
+        if use_sampler:
+            sampler.start(proc.pid)
+        ready = _wait_ready(ready_r, proc)
+        if use_pyspy:
+            if ready:
+                pyspy.start(proc.pid)
+            else:
+                statuses[pyspy.name] = SourceStatus(
+                    SourceState.FAILED, "the workload ended before py-spy could attach"
+                )
+                use_pyspy = False
+        returncode = _wait(proc, interrupts, options.stop_grace_s)
+        for tee in tees:
+            tee.join()
+    finally:
+        interrupts.restore()
+        os.close(ready_r)
+
+    if use_pyspy:
+        statuses[pyspy.name] = pyspy.stop()
+    if use_sampler:
+        statuses[sampler.name] = sampler.stop()
+    report = _read_json(run / rundir.WORKLOAD_REPORT)
+    if report is not None and report.get("setup_error") and _nothing_recorded(run):
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise RecordError(report["setup_error"])
+    final = _finish_manifest(data, run, options, env, report, returncode, interrupts, statuses)
+    return RecordResult(run, _exit_code(returncode, interrupts), final)
+
+
+def _wanted(enabled: bool, source: Any, statuses: dict[str, SourceStatus]) -> bool:
+    if not enabled:
+        statuses[source.name] = SourceStatus(SourceState.DISABLED, "disabled by option")
+        return False
+    problem = source.availability()
+    if problem is not None:
+        print(f"tftrace: warning: {source.name} unavailable: {problem}", file=sys.stderr)
+        statuses[source.name] = SourceStatus(SourceState.UNAVAILABLE, problem)
+        return False
+    return True
+
+
+def _wait_ready(fd: int, proc: subprocess.Popen[bytes]) -> bool:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([fd], [], [], 0.1)
+        if readable:
+            return os.read(fd, 64).startswith(b"ready")
+        if proc.poll() is not None:
+            return False
+    return False
+
+
+def _wait(proc: subprocess.Popen[bytes], interrupts: _Interrupts, grace_s: float) -> int:
+    while True:
+        try:
+            return proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        if interrupts.signum is not None and not interrupts.forced:
+            try:
+                return proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                print("tftrace: the workload did not stop in time; killing it", file=sys.stderr)
+                proc.kill()
+                return proc.wait()
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def _nothing_recorded(run: RunDir) -> bool:
+    return not run.xplane_files() and not (run / rundir.PYSPY_TRACE).exists()
+
+
+def _source_from_report(report: dict[str, Any] | None, options: RecordOptions) -> SourceStatus:
+    if not options.tf_profiler:
+        return SourceStatus(SourceState.DISABLED, "disabled by option")
+    status = dict((report or {}).get("tf_profiler") or {})
+    if report is None:
+        return SourceStatus(
+            SourceState.FAILED,
+            "the workload process died before the profiler could be stopped (no trace flushed)",
+        )
+    state = status.pop("status", "failed")
+    if state == "recorded":
+        return SourceStatus(SourceState.RECORDED, None, status)
+    return SourceStatus(SourceState.FAILED, status.pop("error", state), status)
+
+
+def _identity_status(run: RunDir) -> SourceStatus:
+    data = _read_json(run / rundir.IDENTITY)
+    if data is None:
+        return SourceStatus(SourceState.FAILED, "thread identity snapshot missing")
+    threads = data.get("threads", [])
+    resolved = sum(1 for t in threads if t.get("trace_line_id") is not None)
+    details = {"threads": len(threads), "resolved": resolved, "snapshots": data.get("snapshots")}
+    if not resolved:
+        return SourceStatus(
+            SourceState.FAILED, "; ".join(data.get("errors") or ["no thread"]), details
+        )
+    return SourceStatus(SourceState.RECORDED, None, details)
+
+
+def _finish_manifest(
+    data: dict[str, Any],
+    run: RunDir,
+    options: RecordOptions,
+    env: dict[str, str],
+    report: dict[str, Any] | None,
+    returncode: int,
+    interrupts: _Interrupts,
+    statuses: dict[str, SourceStatus],
+) -> dict[str, Any]:
+    statuses["tf_profiler"] = _source_from_report(report, options)
+    statuses["thread_identity"] = _identity_status(run)
+    xplanes = run.xplane_files()
+    if statuses["tf_profiler"].state is SourceState.RECORDED:
+        statuses["tf_profiler"].details["xplane"] = [str(p.relative_to(run.path)) for p in xplanes]
+    data["status"] = manifest.final_status(interrupts.signum is not None, report)
+    if interrupts.signum is not None:
+        data["interrupted_by"] = signal.Signals(interrupts.signum).name
+        data["forced_kill"] = interrupts.forced
+    data["clock"]["end"] = clock_anchor()
+    if report is not None:
+        data["clock"]["workload"] = {
+            k: report.get(k) for k in ("start_anchor", "end_anchor", "finished_anchor")
+        }
+        if report.get("tensorflow_version"):
+            data["versions"]["tensorflow_runtime"] = report["tensorflow_version"]
+    data["workload"] = manifest.workload_section(report, returncode)
+    data["pools"] = manifest.pools(report, env, data["host"]["cpu_affinity"])
+    data["sources"] = {name: status.to_json() for name, status in sorted(statuses.items())}
+    data["files"] = manifest.files_present(run)
+    rundir.write_json_atomic(run / rundir.MANIFEST, data)
+    return data
+
+
+def _exit_code(returncode: int, interrupts: _Interrupts) -> int:
+    if interrupts.signum is not None:
+        return 128 + interrupts.signum
+    if returncode < 0:
+        return 128 - returncode
+    return returncode

@@ -1,0 +1,73 @@
+"""The layout of a run directory, and reading/writing its manifest.
+
+A run directory is self-describing: everything later steps need is in it, and
+it is also a TensorBoard log directory (the profiler writes under
+``plugins/profile/``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+MANIFEST = "manifest.json"
+PROFILE_DIR = Path("plugins") / "profile"
+STDOUT_LOG = Path("workload") / "stdout.log"
+STDERR_LOG = Path("workload") / "stderr.log"
+WORKLOAD_REPORT = Path("workload") / "report.json"
+CHILD_CONFIG = Path("workload") / "config.json"
+OS_SAMPLES_DIR = Path("os_threads")
+OS_THREADS_TABLE = OS_SAMPLES_DIR / "threads.json"
+IDENTITY = Path("thread_identity.json")
+PYSPY_TRACE = Path("pyspy") / "trace.json"
+PYSPY_LOG = Path("pyspy") / "pyspy.log"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    def __truediv__(self, rel: str | Path) -> Path:
+        return self.path / rel
+
+    def xplane_files(self) -> list[Path]:
+        return sorted((self.path / PROFILE_DIR).glob("*/*.xplane.pb"))
+
+
+def default_run_path(base: Path, name: str | None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stem = f"{stamp}-{name}" if name else stamp
+    path = base / stem
+    n = 1
+    while path.exists():
+        n += 1
+        path = base / f"{stem}-{n}"
+    return path
+
+
+def create(path: Path) -> RunDir:
+    """Create an empty run directory; refuse to write into a non-empty one."""
+    if path.exists() and any(path.iterdir()):
+        raise FileExistsError(f"output directory is not empty: {path}")
+    for sub in (STDOUT_LOG.parent, OS_SAMPLES_DIR, PYSPY_TRACE.parent):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    return RunDir(path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write via a temporary file so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    with open(path / MANIFEST) as f:
+        data: dict[str, Any] = json.load(f)
+    return data
