@@ -18,8 +18,6 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .rundir import OS_THREADS_TABLE, write_json_atomic
 from .sources import SourceState, SourceStatus
 
@@ -179,6 +177,8 @@ class OsThreadSampler:
     def _flush(self) -> None:
         if not len(self._cols["t_ns"]):
             return
+        import numpy as np  # lazily: the recorder starts without heavy imports
+
         arrays = {
             c: np.frombuffer(self._cols[c], dtype=self._cols[c].typecode).copy() for c in COLUMNS
         }

@@ -53,6 +53,8 @@ class PySpySource:
     def availability(self) -> str | None:
         if self.executable is None:
             return "py-spy executable not found (pip install py-spy)"
+        if not shutil.which(self.executable):
+            return f"py-spy executable not found or not executable: {self.executable}"
         return None
 
     def command(self, pid: int) -> list[str]:
@@ -134,6 +136,9 @@ def _failure_reason(log: str, code: int | None) -> str:
     for ln in lines:
         low = ln.lower()
         if "permission" in low or "ptrace" in low or "operation not permitted" in low:
-            return f"py-spy could not attach (ptrace refused): {ln}"
+            return (
+                "py-spy was refused access to the workload (permission denied): it needs "
+                "ptrace rights (root, CAP_SYS_PTRACE, or kernel.yama.ptrace_scope <= 1)"
+            )
     tail = lines[-1] if lines else "no output"
     return f"py-spy wrote no trace (exit code {code}): {tail}"
