@@ -77,6 +77,7 @@ def _source_line(name: str, status: dict[str, Any]) -> str:
 def summary_lines(summary: RunSummary) -> list[str]:
     m = summary.manifest
     work = m.get("workload", {})
+    versions, host = m.get("versions", {}), m.get("host", {})
     lines = [
         f"run        {summary.path}",
         f"status     {m.get('status')}  (workload exit code {work.get('exit_code')}"
@@ -87,9 +88,9 @@ def summary_lines(summary: RunSummary) -> list[str]:
         )
         + ")",
         f"command    {' '.join(m.get('workload_command', [])[1:])}",
-        f"versions   python {m['versions'].get('python')}, tensorflow "
-        f"{m['versions'].get('tensorflow_runtime', '?')}",
-        f"cpus       {len(m['host']['cpu_affinity'])} schedulable of {m['host']['cpu_count']}",
+        f"versions   python {versions.get('python')}, tensorflow "
+        f"{versions.get('tensorflow_runtime', '?')}",
+        f"cpus       {len(host.get('cpu_affinity', []))} schedulable of {host.get('cpu_count')}",
     ]
     for pool, info in (m.get("pools") or {}).items():
         lines.append(f"{pool:10} {info['size']} threads ({info['source']})")

@@ -292,7 +292,8 @@ def _finish_manifest(
     data["clock"]["end"] = clock_anchor()
     if report is not None:
         data["clock"]["workload"] = {
-            k: report.get(k) for k in ("start_anchor", "end_anchor", "finished_anchor")
+            k: report.get(k)
+            for k in ("start_anchor", "code_start_anchor", "end_anchor", "finished_anchor")
         }
         if report.get("tensorflow_version"):
             data["versions"]["tensorflow_runtime"] = report["tensorflow_version"]

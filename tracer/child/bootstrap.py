@@ -32,7 +32,7 @@ SETUP_ERROR_EXIT = 2
 
 
 class SetupError(Exception):
-    """The target cannot be started (module not found): reported in one line."""
+    """The target cannot be started (module not found): the recorder reports it in one line."""
 
 
 def allow_parent_to_trace() -> None:
@@ -70,6 +70,19 @@ def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
     return tb
 
 
+def check_module(target: dict[str, Any]) -> None:
+    """Fail before anything starts if ``-m NAME`` cannot be found (python's own check)."""
+    if target["kind"] != "module":
+        return
+    module = target["value"]
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as e:
+        raise SetupError(f"cannot import module {module!r}: {e}") from None
+    if spec is None:
+        raise SetupError(f"no module named {module!r}")
+
+
 def run_target(target: dict[str, Any]) -> None:
     args = list(target["args"])
     if target["kind"] == "script":
@@ -78,15 +91,8 @@ def run_target(target: dict[str, Any]) -> None:
         sys.path[0] = os.path.dirname(script)
         runpy.run_path(script, run_name="__main__")
     else:
-        module = target["value"]
-        sys.argv = [module, *args]  # run_module replaces argv[0] with the file, as python -m does
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError) as e:
-            raise SetupError(f"cannot import module {module!r}: {e}") from None
-        if spec is None:
-            raise SetupError(f"no module named {module!r}")
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        sys.argv = [target["value"], *args]  # run_module puts the file in argv[0], as python -m
+        runpy.run_module(target["value"], run_name="__main__", alter_sys=True)
 
 
 def _exit_code_of(exc: SystemExit) -> int:
@@ -111,6 +117,12 @@ def main(config_path: str) -> int:
         "exception": None,
         "setup_error": None,
     }
+    try:
+        check_module(config["target"])
+    except SetupError as e:
+        report["setup_error"] = str(e)
+        write_json_atomic(run_dir / WORKLOAD_REPORT, report)
+        return SETUP_ERROR_EXIT
     allow_parent_to_trace()
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
 
@@ -127,17 +139,16 @@ def main(config_path: str) -> int:
         window = ProfilerWindow(
             str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
         )
-        window.arm()
     _signal_ready(config.get("ready_fd"))
+    # --delay counts from here: the workload's own code, after the recorder's set-up.
+    report["code_start_anchor"] = clock_anchor()
+    if window is not None:
+        window.arm()
 
     exit_code = 0
     interrupted = False
     try:
         run_target(config["target"])
-    except SetupError as e:
-        report["setup_error"] = str(e)
-        print(f"tftrace: {e}", file=sys.stderr)
-        exit_code = SETUP_ERROR_EXIT
     except SystemExit as e:
         exit_code = _exit_code_of(e)
     except KeyboardInterrupt:
@@ -149,7 +160,8 @@ def main(config_path: str) -> int:
             "message": str(e),
             "traceback": traceback.format_exception(e),
         }
-        sys.excepthook(type(e), e, _user_traceback(e.__traceback__))
+        e.with_traceback(_user_traceback(e.__traceback__))
+        sys.excepthook(type(e), e, e.__traceback__)
         exit_code = 1
     finally:
         # A second Ctrl-C must not cut the profiler's flush short.

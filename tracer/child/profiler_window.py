@@ -10,7 +10,7 @@ from ..environment import clock_anchor
 
 
 class ProfilerWindow:
-    """The TF profiler over [delay, delay + duration] seconds of the workload.
+    """The TF profiler over [delay, delay + duration] seconds of the workload's own code.
 
     ``tf.profiler.experimental.start`` does not initialise the TF runtime, so the
     workload's own ``tf.config.threading`` calls still take effect.
@@ -30,8 +30,6 @@ class ProfilerWindow:
             self._start()
         else:
             self._timer(self.delay_s, self._start)
-        if self.duration_s is not None:
-            self._timer(max(self.delay_s, 0) + self.duration_s, self.stop)
 
     def _timer(self, seconds: float, fn: Any) -> None:
         timer = threading.Timer(seconds, fn)
@@ -54,6 +52,8 @@ class ProfilerWindow:
                 return
             self._running = True
             self.status = {"status": "recording", "start_anchor": before, "started_anchor": after}
+            if self.duration_s is not None:
+                self._timer(self.duration_s, self.stop)
 
     def stop(self) -> None:
         with self._lock:

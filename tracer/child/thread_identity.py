@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -110,6 +111,18 @@ def _anonymous_rw_mappings() -> list[tuple[int, int]]:
     return spans
 
 
+def _self_pointers(data: bytes, base: int) -> list[int]:
+    """Addresses in ``data`` (read from ``base``) holding their own address, 8-byte aligned."""
+    count = len(data) // 8
+    np = sys.modules.get("numpy")  # vectorised when the workload already loaded numpy
+    if np is not None:
+        words = np.frombuffer(data, dtype="<u8", count=count)
+        addrs = np.arange(base, base + 8 * count, 8, dtype=np.uint64)
+        return [int(a) for a in addrs[words == addrs]]
+    words = struct.unpack(f"<{count}Q", data[: 8 * count])
+    return [base + 8 * i for i, w in enumerate(words) if w == base + 8 * i]
+
+
 def _find_descriptors(mem: _Memory) -> list[int]:
     """Addresses that look like a thread descriptor: tcb == self == own address."""
     found = []
@@ -119,10 +132,9 @@ def _find_descriptors(mem: _Memory) -> list[int]:
         data = mem.read(base, size)
         if data is None or len(data) < 24:
             continue
-        words = struct.unpack(f"<{len(data) // 8}Q", data[: len(data) // 8 * 8])
-        for i in range(len(words) - 2):
-            addr = base + 8 * i
-            if words[i] == addr and words[i + 2] == addr:
+        for addr in _self_pointers(data, base):
+            offset = addr - base
+            if data[offset + 16 : offset + 24] == data[offset : offset + 8]:
                 found.append(addr)
     return found
 
@@ -295,9 +307,14 @@ def _comm(tid: int) -> str:
 
 
 class IdentityWatcher:
-    """Takes a snapshot whenever new threads appear, so short-lived pools are seen too."""
+    """Takes a snapshot as soon as new threads appear, so short-lived pools are seen too.
 
-    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.25) -> None:
+    A thread's descriptor (tid, start routine, TF's name for it) is complete before
+    the thread runs, so one poll interval is enough; tf.data threads may live for
+    only ~100 ms, hence the short interval (a listdir costs tens of microseconds).
+    """
+
+    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.02) -> None:
         self.recorder = recorder
         self._interval = interval_s
         self._stop = threading.Event()
@@ -308,18 +325,14 @@ class IdentityWatcher:
 
     def _run(self) -> None:
         self.recorder.snapshot()  # calibrates on this thread, whose start routine is known
-        seen: set[int] = set()
-        pending = False
+        seen = set(self.recorder.threads)
         while not self._stop.wait(self._interval):
             try:
                 live = {int(t) for t in os.listdir("/proc/self/task")}
             except OSError:
                 continue
-            if pending:  # one interval after threads appeared: they have set themselves up
-                self.recorder.snapshot()
-                pending = False
             if live - seen:
-                pending = True
+                self.recorder.snapshot()
             seen = live
 
     def stop(self) -> None:

@@ -1,0 +1,375 @@
+"""How much ``tftrace record`` slows a fixed TensorFlow workload down.
+
+Run it from the repository root with the project's virtualenv (``tftrace`` must be
+importable by the interpreter that runs this script):
+
+    .venv/bin/python benchmarks/record_overhead.py                  # 5 rounds, ~5 min on 2 cores
+    .venv/bin/python benchmarks/record_overhead.py --repeats 9 --json overhead.json
+    .venv/bin/python benchmarks/record_overhead.py --quick          # smoke run: tiny sizes, 1 round
+
+The workload (``benchmarks/workloads/overhead_workload.py``) is run under five
+configurations, one run of each per round, rounds repeated in the same order
+(A B C D E A B C D E ...) so that machine noise spreads over all of them:
+
+    plain          python overhead_workload.py
+    sampler        tftrace record --no-tf-profiler --no-pyspy
+    sampler+pyspy  tftrace record --no-tf-profiler
+    tf-profiler    tftrace record --no-pyspy --no-sampler
+    all            tftrace record
+
+``tf-profiler`` stands for "the workload under the TF profiler alone, without
+tftrace": it is the TF profiler started and stopped around the workload by
+tftrace's bootstrap, with no other source.
+
+Ratios and their targets:
+
+    (a) sampler / plain            <= 1.02   cost of the /proc thread sampler
+    (b) sampler+pyspy / plain      <= 1.03   cost of the sampler and py-spy together
+    (c) all / tf-profiler          <= 1.03   what tftrace adds on top of the TF profiler
+
+A ratio is the median over rounds of (configuration time / baseline time in the same
+round), so slow drift of the machine cancels within a round. Two tables are printed:
+
+1. Workload steady state: the seconds the workload measures itself, after its
+   warm-up, and prints as ``WORKLOAD_SECONDS=<float>`` (``tftrace record`` streams the
+   workload's stdout). The targets apply here: interpreter start-up, the TF import
+   and the profiler's final flush are left out, so what remains is the slowdown the
+   sources cause while the workload runs.
+2. Whole process: wall time of the whole command, as seen by this script. The
+   sampler and py-spy run in the recorder's process and compete with the workload
+   for CPUs; this table also counts the recorder's start-up and the trace flush.
+   For information only, no target.
+
+Absolute times depend on the machine and are never checked. The exit status is 0
+whether or not a target is met; it is 1 only when a run fails or prints no time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+WORKLOAD = Path(__file__).resolve().parent / "workloads" / "overhead_workload.py"
+FULL_WORKLOAD_ARGS: tuple[str, ...] = ()  # the workload's defaults: ~4 s of steady state
+QUICK_WORKLOAD_ARGS = (
+    "--steps=200",
+    "--warmup=2",
+    "--small-size=16",
+    "--big-size=128",
+    "--big-every=10",
+)
+DEFAULT_REPEATS = 5
+RUN_TIMEOUT_S = 900.0
+SECONDS_LINE = re.compile(r"^WORKLOAD_SECONDS=([0-9.eE+-]+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    record_flags: tuple[str, ...] | None  # None: plain ``python``, no tftrace
+    sources: tuple[str, ...]  # sources the run manifest must show as recorded
+
+    def describe(self) -> str:
+        if self.record_flags is None:
+            return "python overhead_workload.py"
+        return " ".join(("tftrace record", *self.record_flags))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label: str
+    config: str
+    baseline: str
+    target: float
+
+
+CONFIGS = (
+    Config("plain", None, ()),
+    Config("sampler", ("--no-tf-profiler", "--no-pyspy"), ("os_sampler",)),
+    Config("sampler+pyspy", ("--no-tf-profiler",), ("os_sampler", "pyspy")),
+    Config("tf-profiler", ("--no-pyspy", "--no-sampler"), ("tf_profiler",)),
+    Config("all", (), ("tf_profiler", "os_sampler", "pyspy")),
+)
+COMPARISONS = (
+    Comparison("(a)", "sampler", "plain", 1.02),
+    Comparison("(b)", "sampler+pyspy", "plain", 1.03),
+    Comparison("(c)", "all", "tf-profiler", 1.03),
+)
+
+
+@dataclass
+class Measurement:
+    workload_s: float
+    process_s: float
+    problems: list[str] = field(default_factory=list)  # expected sources that did not record
+
+
+class RunFailed(Exception):
+    """A run exited non-zero or printed no WORKLOAD_SECONDS line."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Median wall-time ratios of tftrace record against plain runs.",
+        epilog="See the module docstring for what each ratio means.",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"rounds of all configurations (default {DEFAULT_REPEATS}; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny workload and one round: a smoke run"
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
+    args = parser.parse_args(argv)
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else DEFAULT_REPEATS
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    return args
+
+
+def run_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONUNBUFFERED"] = "1"  # as tftrace record sets it for its workload
+    return env
+
+
+def command(config: Config, workload_args: tuple[str, ...], run_dir: Path) -> list[str]:
+    workload = [str(WORKLOAD), *workload_args]
+    if config.record_flags is None:
+        return [sys.executable, *workload]
+    flags = [*config.record_flags, "-o", str(run_dir)]
+    return [sys.executable, "-m", "tftrace", "record", *flags, *workload]
+
+
+def parse_workload_seconds(stdout: str) -> float | None:
+    matches = SECONDS_LINE.findall(stdout)
+    return float(matches[-1]) if matches else None
+
+
+def source_problems(run_dir: Path, expected: tuple[str, ...]) -> list[str]:
+    """Expected sources that the run's manifest does not show as recorded."""
+    if not expected:
+        return []
+    try:
+        sources = json.loads((run_dir / "manifest.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError) as e:
+        return [f"manifest unreadable: {e}"]
+    problems = []
+    for name in expected:
+        status = sources.get(name) or {}
+        if status.get("state") != "recorded":
+            reason = status.get("reason") or "no reason given"
+            problems.append(f"{name} {status.get('state', 'missing')}: {reason}")
+    return problems
+
+
+def tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_once(
+    config: Config, workload_args: tuple[str, ...], scratch: Path, index: int
+) -> Measurement:
+    run_dir = scratch / f"run-{index:03d}-{config.name}"
+    cmd = command(config, workload_args, run_dir)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=run_env(), cwd=scratch, timeout=RUN_TIMEOUT_S
+    )
+    process_s = time.perf_counter() - t0
+    try:
+        seconds = parse_workload_seconds(proc.stdout)
+        if proc.returncode != 0 or seconds is None:
+            raise RunFailed(
+                f"{config.name} run failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+                f"--- stdout ---\n{tail(proc.stdout)}\n--- stderr ---\n{tail(proc.stderr)}"
+            )
+        return Measurement(seconds, process_s, source_problems(run_dir, config.sources))
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def measure(
+    repeats: int, workload_args: tuple[str, ...], scratch: Path
+) -> dict[str, list[Measurement]]:
+    results: dict[str, list[Measurement]] = {c.name: [] for c in CONFIGS}
+    print("warm-up: one untimed plain run (loads TensorFlow into the page cache)", file=sys.stderr)
+    run_once(CONFIGS[0], workload_args, scratch, 0)
+    index = 0
+    for round_no in range(1, repeats + 1):
+        for config in CONFIGS:
+            index += 1
+            m = run_once(config, workload_args, scratch, index)
+            results[config.name].append(m)
+            print(
+                f"round {round_no}/{repeats}  {config.name:<14} workload {m.workload_s:8.3f} s"
+                f"  process {m.process_s:8.3f} s",
+                file=sys.stderr,
+            )
+    return results
+
+
+def paired_ratio(values: list[float], baselines: list[float]) -> float:
+    return statistics.median(v / b for v, b in zip(values, baselines, strict=True))
+
+
+def metric(ms: list[Measurement], name: str) -> list[float]:
+    return [getattr(m, name) for m in ms]
+
+
+def comparison_for(config: str) -> Comparison | None:
+    return next((c for c in COMPARISONS if c.config == config), None)
+
+
+def problems_of(results: dict[str, list[Measurement]], comp: Comparison) -> list[str]:
+    found: list[str] = []
+    for name in (comp.config, comp.baseline):
+        for m in results[name]:
+            found += [f"{name}: {p}" for p in m.problems if f"{name}: {p}" not in found]
+    return found
+
+
+def verdict(ratio: float, comp: Comparison, problems: list[str]) -> str:
+    if problems:
+        return "INVALID"
+    return "PASS" if ratio <= comp.target else "FAIL  <-- over target"
+
+
+def render_table(
+    results: dict[str, list[Measurement]], field_name: str, title: str, with_targets: bool
+) -> list[str]:
+    lines = [title, f"  {'configuration':<15}{'median s':>10}  {'vs':<13}{'ratio':>7}  target"]
+    for config in CONFIGS:
+        values = metric(results[config.name], field_name)
+        row = f"  {config.name:<15}{statistics.median(values):>10.3f}"
+        comp = comparison_for(config.name)
+        if comp is not None:
+            ratio = paired_ratio(values, metric(results[comp.baseline], field_name))
+            row += f"  {comp.baseline:<13}{ratio:>7.3f}"
+            if with_targets:
+                row += f"  <= {comp.target:.2f}  {comp.label} "
+                row += verdict(ratio, comp, problems_of(results, comp))
+            else:
+                row += "  -     (info)"
+        lines.append(row)
+    return lines
+
+
+def render(results: dict[str, list[Measurement]], repeats: int, quick: bool) -> str:
+    rounds = f"median of {repeats} round{'s' if repeats > 1 else ''}"
+    header = "tftrace record overhead"
+    if quick:
+        header += "  [--quick: tiny workload, a smoke run; the ratios mean nothing]"
+    lines = [
+        header,
+        "",
+        *render_table(
+            results,
+            "workload_s",
+            f"Workload steady state (its own WORKLOAD_SECONDS, {rounds}):",
+            with_targets=True,
+        ),
+        "",
+        *render_table(
+            results,
+            "process_s",
+            f"Whole process wall time (start-up, TF import and trace flush included, {rounds}):",
+            with_targets=False,
+        ),
+        "",
+        "ratio = median over rounds of (time / baseline time in the same round)",
+        "configurations:",
+        *[f"  {c.name:<15}{c.describe()}" for c in CONFIGS],
+        "  (tf-profiler is the TF profiler alone, started and stopped around the workload",
+        "   by tftrace's bootstrap: the baseline for 'everything on vs the TF profiler alone')",
+    ]
+    for comp in COMPARISONS:
+        for problem in problems_of(results, comp):
+            lines.append(f"warning: {comp.label} is not a valid comparison: {problem}")
+    return "\n".join(lines)
+
+
+def to_json(
+    results: dict[str, list[Measurement]], args: argparse.Namespace, workload_args: tuple[str, ...]
+) -> dict[str, Any]:
+    configs: dict[str, Any] = {}
+    for c in CONFIGS:
+        ms = results[c.name]
+        configs[c.name] = {
+            "command": c.describe(),
+            "workload_seconds": metric(ms, "workload_s"),
+            "process_seconds": metric(ms, "process_s"),
+            "median_workload_seconds": statistics.median(metric(ms, "workload_s")),
+            "median_process_seconds": statistics.median(metric(ms, "process_s")),
+        }
+    comparisons = []
+    for comp in COMPARISONS:
+        a, b = results[comp.config], results[comp.baseline]
+        ratio = paired_ratio(metric(a, "workload_s"), metric(b, "workload_s"))
+        problems = problems_of(results, comp)
+        comparisons.append(
+            {
+                "label": comp.label,
+                "config": comp.config,
+                "baseline": comp.baseline,
+                "target": comp.target,
+                "workload_ratio": ratio,
+                "process_ratio": paired_ratio(metric(a, "process_s"), metric(b, "process_s")),
+                "passed": ratio <= comp.target and not problems,
+                "problems": problems,
+            }
+        )
+    return {
+        "repeats": args.repeats,
+        "quick": args.quick,
+        "workload": {"path": str(WORKLOAD), "args": list(workload_args)},
+        "host": {
+            "cpus": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "configurations": configs,
+        "comparisons": comparisons,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if importlib.util.find_spec("tftrace") is None:
+        print(f"error: tftrace is not importable by {sys.executable}", file=sys.stderr)
+        return 1
+    workload_args = QUICK_WORKLOAD_ARGS if args.quick else FULL_WORKLOAD_ARGS
+    with tempfile.TemporaryDirectory(prefix="tftrace-overhead-") as tmp:
+        try:
+            results = measure(args.repeats, workload_args, Path(tmp))
+        except (RunFailed, subprocess.TimeoutExpired) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    print(render(results, args.repeats, args.quick))
+    if args.json is not None:
+        args.json.write_text(json.dumps(to_json(results, args, workload_args), indent=2) + "\n")
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Shared helpers: run ``tftrace`` end to end in a subprocess, read what it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = Path(__file__).resolve().parent / "workloads"
+EXAMPLES = ROOT / "examples"
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+    run: Path
+
+    def manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.run / "manifest.json").read_text())
+        return data
+
+    def json(self, rel: str) -> Any:
+        return json.loads((self.run / rel).read_text())
+
+
+def quiet_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_NUM_")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env.update(extra)
+    return env
+
+
+def tftrace(
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tftrace", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env or quiet_env(),
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def record(tmp_path: Path):
+    """``record(target..., env=..., options=[...])`` -> Completed, run dir under tmp_path."""
+
+    def _record(
+        *target: str | Path,
+        options: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> Completed:
+        run = tmp_path / "run"
+        proc = tftrace("record", "-o", run, *options, *target, env=env, cwd=cwd)
+        return Completed(proc.returncode, proc.stdout, proc.stderr, run)
+
+    return _record
+
+
+def host_plane(run: Path) -> Any:
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    files = sorted(run.glob("plugins/profile/*/*.xplane.pb"))
+    assert len(files) == 1, files
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(files[0].read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+    return plane
+
+
+def host_lines(run: Path) -> list[tuple[int, str, int]]:
+    """(line id, line name, event count) of the host plane of the run's trace."""
+    return [(line.id, line.name, len(line.events)) for line in host_plane(run).lines]
+
+
+def trace_span_seconds(run: Path) -> float:
+    """From the first event's start to the last event's end, over all host threads."""
+    starts, ends = [], []
+    for line in host_plane(run).lines:
+        for event in line.events:
+            start = line.timestamp_ns * 1000 + event.offset_ps
+            starts.append(start)
+            ends.append(start + event.duration_ps)
+    return (max(ends) - min(starts)) / 1e12
+
+
+def identity_by_tf_name(run: Path) -> dict[str, list[dict[str, Any]]]:
+    data = json.loads((run / "thread_identity.json").read_text())
+    out: dict[str, list[dict[str, Any]]] = {}
+    for thread in data["threads"]:
+        out.setdefault(thread["tf_name"] or "", []).append(thread)
+    return out

@@ -1,0 +1,124 @@
+"""Unit tests on small pure functions: command-line splitting, /proc parsing, pool rules."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tftrace.analysis.pools import Pool, pool_of_identity, pool_of_tf_name
+from tftrace.cli import build_parser, split_target
+from tftrace.tracer.environment import relevant_env, resolve_pool_size
+from tftrace.tracer.manifest import pools
+from tftrace.tracer.os_sampler import parse_stat
+
+
+@pytest.fixture(scope="module")
+def record_parser():
+    return build_parser()[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "own", "target"),
+    [
+        (["train.py", "--lr", "3"], [], ["train.py", "--lr", "3"]),
+        (
+            ["-o", "out", "--name", "x", "t.py", "-o", "y"],
+            ["-o", "out", "--name", "x"],
+            ["t.py", "-o", "y"],
+        ),
+        (["--no-pyspy", "-m", "pkg.mod", "--flag"], ["--no-pyspy"], ["-m", "pkg.mod", "--flag"]),
+        (["--delay=2", "t.py"], ["--delay=2"], ["t.py"]),
+        (["--sample-hz", "50", "--", "-weird.py"], ["--sample-hz", "50"], ["-weird.py"]),
+        (["--no-sampler"], ["--no-sampler"], []),
+    ],
+)
+def test_split_target(record_parser, argv, own, target):
+    assert split_target(record_parser, argv) == (own, target)
+
+
+def test_parse_stat_with_awkward_thread_name():
+    # A name may hold spaces and parentheses; fields are counted after the last ')'.
+    fields = ["S"] + [str(i) for i in range(4, 53)]
+    fields[14 - 3] = "250"  # utime
+    fields[15 - 3] = "17"  # stime
+    fields[22 - 3] = "9999"  # starttime
+    fields[39 - 3] = "1"  # processor
+    line = "1234 (my (odd) name) " + " ".join(fields) + "\n"
+    assert parse_stat(line) == ("my (odd) name", "S", 250, 17, 9999, 1)
+
+
+def test_parse_stat_on_a_real_thread():
+    with open(f"/proc/self/task/{os.getpid()}/stat") as f:
+        comm, state, utime, stime, starttime, cpu = parse_stat(f.read())
+    with open(f"/proc/self/task/{os.getpid()}/comm") as f:
+        assert comm == f.read().strip()
+    assert state == "R"  # reading its own stat, it is running
+    assert utime + stime > 0 and starttime > 0 and cpu in os.sched_getaffinity(0)
+
+
+@pytest.mark.parametrize(
+    ("configured", "env", "cpus", "expected"),
+    [
+        (4, "2", 8, {"size": 4, "source": "config"}),
+        (0, "2", 8, {"size": 2, "source": "env"}),
+        (0, None, 8, {"size": 8, "source": "default (schedulable CPUs)"}),
+        (0, "0", 8, {"size": 8, "source": "default (schedulable CPUs)"}),
+        (0, "lots", 8, {"size": 8, "source": "default (schedulable CPUs)"}),
+    ],
+)
+def test_resolve_pool_size(configured, env, cpus, expected):
+    assert resolve_pool_size(configured, env, cpus) == expected
+
+
+def test_manifest_pools_use_the_workload_report():
+    report = {"configured_pools": {"inter_op": 0, "intra_op": 3}, "cpu_affinity": [0, 1, 2, 3]}
+    out = pools(report, {"TF_NUM_INTEROP_THREADS": "2"}, affinity=[0])
+    assert out["intra_op"]["size"] == 3 and out["intra_op"]["source"] == "config"
+    assert out["inter_op"]["size"] == 2 and out["inter_op"]["source"] == "env"
+    assert pools(None, {}, affinity=[0, 1])["inter_op"]["size"] == 2
+
+
+def test_relevant_env_keeps_thread_settings_only():
+    env = {
+        "TF_NUM_INTRAOP_THREADS": "2",
+        "OMP_NUM_THREADS": "1",
+        "HOME": "/x",
+        "KMP_BLOCKTIME": "0",
+    }
+    assert relevant_env(env) == {
+        "KMP_BLOCKTIME": "0",
+        "OMP_NUM_THREADS": "1",
+        "TF_NUM_INTRAOP_THREADS": "2",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "pool"),
+    [
+        ("tf_Compute", Pool.INTER_OP),
+        ("tf_numa_-1_Eigen", Pool.INTRA_OP),
+        ("tf_numa_0_Eigen", Pool.INTRA_OP),
+        ("tf_data_private_threadpool", Pool.TF_DATA),
+        ("tf_graph_runner", Pool.TF_OTHER),
+    ],
+)
+def test_pool_of_tf_name(name, pool):
+    assert pool_of_tf_name(name) is pool
+
+
+@pytest.mark.parametrize(
+    ("thread", "pool"),
+    [
+        ({"tf_name": "tf_numa_-1_Eigen", "python_name": None}, Pool.INTRA_OP),
+        ({"python_name": "MainThread"}, Pool.PYTHON_MAIN),
+        ({"python_name": "Thread-1 (work)"}, Pool.PYTHON_OTHER),
+        ({"python_name": "tftrace-identity"}, Pool.TOOL),
+        ({"start_object": "libscipy_openblas64_-32a4b2a6.so"}, Pool.BLAS_OPENMP),
+        ({"start_object": "libgomp.so.1"}, Pool.BLAS_OPENMP),
+        ({"start_object": "libgrpc.so"}, Pool.OTHER),
+        ({}, Pool.UNMAPPED),
+    ],
+)
+def test_pool_of_identity(thread, pool):
+    assert pool_of_identity(thread)[0] is pool
