@@ -215,3 +215,33 @@ def test_summary_of_bad_run_directory(tmp_path: Path, setup, message):
     proc = tftrace("summary", run)
     assert proc.returncode == 2
     assert message in one_line_error(proc.stderr)
+
+
+def test_workload_killed_keeps_what_the_recorder_saw(record):
+    done = record(WORKLOADS / "kills_itself.py", options=("--no-pyspy",))
+    assert done.returncode == 128 + 9
+    m = done.manifest()
+    assert m["status"] == "crashed"
+    assert m["workload"]["signal"] == 9
+    assert "missing" in m["workload"]["report"]
+    assert m["sources"]["tf_profiler"]["state"] == "failed"
+    assert "died" in m["sources"]["tf_profiler"]["reason"]
+    assert m["sources"]["os_sampler"]["state"] == "recorded"
+    assert list((done.run / "os_threads").glob("samples-*.npz"))
+
+
+def test_default_output_directory_uses_the_name(tmp_path: Path):
+    proc = tftrace(
+        "record",
+        "--name",
+        "probe",
+        "--no-tf-profiler",
+        "--no-pyspy",
+        WORKLOADS / "show_invocation.py",
+        tmp_path / "seen.json",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run,) = (tmp_path / "tftrace-runs").iterdir()
+    assert run.name.endswith("-probe")
+    assert json.loads((run / "manifest.json").read_text())["name"] == "probe"

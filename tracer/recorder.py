@@ -118,38 +118,12 @@ def record(options: RecordOptions) -> RecordResult:
     use_pyspy = _wanted(options.pyspy, pyspy, statuses)
 
     ready_r, ready_w = os.pipe()
-    config = {
-        "run_dir": str(run.path.resolve()),
-        "target": {
-            "kind": options.target.kind,
-            "value": options.target.value,
-            "args": list(options.target.args),
-        },
-        "tf_profiler": {
-            "enabled": options.tf_profiler,
-            "delay_s": options.delay_s,
-            "duration_s": options.duration_s,
-        },
-        "ready_fd": ready_w,
-    }
-    rundir.write_json_atomic(run / rundir.CHILD_CONFIG, config)
+    rundir.write_json_atomic(run / rundir.CHILD_CONFIG, _child_config(run, options, ready_w))
 
     interrupts = _Interrupts()
     interrupts.install()
     try:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tftrace.tracer.child.bootstrap",
-                str((run / rundir.CHILD_CONFIG).resolve()),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(ready_w,),
-            env=env,
-            start_new_session=True,  # our Ctrl-C handling decides what the workload receives
-        )
+        proc = _launch_workload(run, env, ready_w)
         os.close(ready_w)
         interrupts.proc = proc
         if interrupts.signum is not None:  # a signal arrived before the child existed
@@ -165,13 +139,7 @@ def record(options: RecordOptions) -> RecordResult:
             sampler.start(proc.pid)
         ready = _wait_ready(ready_r, proc)
         if use_pyspy:
-            if ready:
-                pyspy.start(proc.pid)
-            else:
-                statuses[pyspy.name] = SourceStatus(
-                    SourceState.FAILED, "the workload ended before py-spy could attach"
-                )
-                use_pyspy = False
+            use_pyspy = _start_pyspy(pyspy, proc.pid, ready, statuses)
         returncode = _wait(proc, interrupts, options.stop_grace_s)
         for tee in tees:
             tee.join()
@@ -189,6 +157,47 @@ def record(options: RecordOptions) -> RecordResult:
         raise RecordError(report["setup_error"])
     final = _finish_manifest(data, run, options, env, report, returncode, interrupts, statuses)
     return RecordResult(run, _exit_code(returncode, interrupts), final)
+
+
+def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[str, Any]:
+    target = options.target
+    return {
+        "run_dir": str(run.path.resolve()),
+        "target": {"kind": target.kind, "value": target.value, "args": list(target.args)},
+        "tf_profiler": {
+            "enabled": options.tf_profiler,
+            "delay_s": options.delay_s,
+            "duration_s": options.duration_s,
+        },
+        "ready_fd": ready_fd,
+    }
+
+
+def _launch_workload(run: RunDir, env: dict[str, str], ready_fd: int) -> subprocess.Popen[bytes]:
+    config = str((run / rundir.CHILD_CONFIG).resolve())
+    return subprocess.Popen(
+        [sys.executable, "-m", "tftrace.tracer.child.bootstrap", config],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(ready_fd,),
+        env=env,
+        start_new_session=True,  # our Ctrl-C handling decides what the workload receives
+    )
+
+
+def _start_pyspy(
+    pyspy: PySpySource, pid: int, ready: bool, statuses: dict[str, SourceStatus]
+) -> bool:
+    if not ready:
+        reason = "the workload ended before py-spy could attach"
+        statuses[pyspy.name] = SourceStatus(SourceState.FAILED, reason)
+        return False
+    try:
+        pyspy.start(pid)
+    except OSError as e:
+        statuses[pyspy.name] = SourceStatus(SourceState.FAILED, f"py-spy did not start: {e}")
+        return False
+    return True
 
 
 def _wanted(enabled: bool, source: Any, statuses: dict[str, SourceStatus]) -> bool:
