@@ -115,6 +115,7 @@ class Measurement:
     workload_s: float
     process_s: float
     problems: list[str] = field(default_factory=list)  # expected sources that did not record
+    source_cpu_s: dict[str, float] = field(default_factory=dict)  # kernel-counted, per source
 
 
 class RunFailed(Exception):
@@ -182,6 +183,37 @@ def source_problems(run_dir: Path, expected: tuple[str, ...]) -> list[str]:
     return problems
 
 
+def source_cpu_seconds(run_dir: Path) -> dict[str, float]:
+    """CPU seconds the sampler and py-spy used themselves, as the manifest reports them."""
+    try:
+        sources = json.loads((run_dir / "manifest.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {
+        name: float(status["cpu_seconds"])
+        for name, status in sources.items()
+        if isinstance(status.get("cpu_seconds"), (int, float))
+    }
+
+
+def render_source_cpu(results: dict[str, list[Measurement]]) -> list[str]:
+    """The sources' own CPU time per second of workload process: a noise-free cost figure."""
+    lines = ["Sources' own CPU time (kernel accounting), per second of the recorded process:"]
+    for config in CONFIGS:
+        for source in ("os_sampler", "pyspy"):
+            shares = [
+                m.source_cpu_s[source] / m.process_s
+                for m in results[config.name]
+                if source in m.source_cpu_s
+            ]
+            if shares:
+                lines.append(
+                    f"  {config.name:<15}{source:<12}{100 * statistics.median(shares):6.2f} %"
+                    " of one core"
+                )
+    return lines
+
+
 def tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -203,7 +235,12 @@ def run_once(
                 f"{config.name} run failed (exit {proc.returncode}): {' '.join(cmd)}\n"
                 f"--- stdout ---\n{tail(proc.stdout)}\n--- stderr ---\n{tail(proc.stderr)}"
             )
-        return Measurement(seconds, process_s, source_problems(run_dir, config.sources))
+        return Measurement(
+            seconds,
+            process_s,
+            source_problems(run_dir, config.sources),
+            source_cpu_seconds(run_dir),
+        )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -295,6 +332,8 @@ def render(results: dict[str, list[Measurement]], repeats: int, quick: bool) -> 
             f"Whole process wall time (start-up, TF import and trace flush included, {rounds}):",
             with_targets=False,
         ),
+        "",
+        *render_source_cpu(results),
         "",
         "ratio = median over rounds of (time / baseline time in the same round)",
         "configurations:",

@@ -81,6 +81,7 @@ class OsThreadSampler:
         self._chunks = 0
         self._samples = 0
         self._late = 0
+        self._cpu_s = 0.0  # the sampler thread's own CPU time: its cost, by the kernel's count
         self._error: str | None = None
 
     def availability(self) -> str | None:
@@ -111,6 +112,8 @@ class OsThreadSampler:
                 self._stop.wait(delay)
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"
+        finally:
+            self._cpu_s = time.thread_time()
 
     def sample_once(self) -> bool:
         task_root = f"/proc/{self._pid}/task"
@@ -211,6 +214,7 @@ class OsThreadSampler:
             "hz": self.hz,
             "late_ticks": self._late,
             "chunks": self._chunks,
+            "cpu_seconds": round(self._cpu_s, 4),
         }
         if self._error:
             return SourceStatus(SourceState.FAILED, self._error, details)

@@ -9,10 +9,12 @@ process for each sample and can slow it several-fold.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -95,15 +97,13 @@ class PySpySource:
         proc = self._proc
         if proc is None:
             return SourceStatus(SourceState.FAILED, "py-spy was never started")
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        cpu_s = _reap(proc, timeout_s)
+        if cpu_s is None:
             proc.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            cpu_s = _reap(proc, 10)
+        if cpu_s is None:
+            proc.kill()
+            cpu_s = _reap(proc, 10)
         if self._log is not None:
             self._log.close()
         log = self.log_path.read_text(errors="replace")
@@ -114,6 +114,7 @@ class PySpySource:
             "nonblocking": not self.blocking,
             "start_anchor": self._anchor,
             "exit_code": proc.returncode,
+            "cpu_seconds": None if cpu_s is None else round(cpu_s, 4),
         }
         if self.trace_path.exists() and self.trace_path.stat().st_size > 0:
             details["samples_line"] = _last_line_with(log, "Samples:")
@@ -123,6 +124,19 @@ class PySpySource:
     def terminate(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.send_signal(signal.SIGINT)
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout_s: float) -> float | None:
+    """Wait for py-spy to end; its user+system CPU seconds (the kernel's count), or None."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return float(usage.ru_utime + usage.ru_stime)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
 
 
 def _last_line_with(text: str, needle: str) -> str | None:
