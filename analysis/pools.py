@@ -15,7 +15,7 @@ class Pool(str, enum.Enum):
     PYTHON_MAIN = "python-main"
     PYTHON_OTHER = "python-other"
     BLAS_OPENMP = "blas/openmp"
-    TOOL = "tftrace"
+    PROFILER = "grpc/profiler"  # tftrace's own helpers, TF's profiler and gRPC threads
     OTHER = "other"
     UNMAPPED = "unmapped"
 
@@ -32,6 +32,8 @@ def pool_of_tf_name(name: str) -> Pool:
         return Pool.INTRA_OP
     if name.startswith("tf_data"):
         return Pool.TF_DATA
+    if "profiler" in name.lower() or name.startswith("grpc"):
+        return Pool.PROFILER
     return Pool.TF_OTHER
 
 
@@ -42,11 +44,16 @@ def pool_of_identity(thread: dict[str, Any]) -> tuple[Pool, str]:
     python_name = thread.get("python_name")
     if python_name:
         if python_name.startswith("tftrace-"):
-            return Pool.TOOL, f"tftrace's own thread {python_name!r}"
+            return Pool.PROFILER, f"tftrace's own thread {python_name!r}"
         if python_name == "MainThread":
             return Pool.PYTHON_MAIN, "Python main thread"
         return Pool.PYTHON_OTHER, f"Python thread {python_name!r}"
     start_object = (thread.get("start_object") or "").lower()
+    python_object = (thread.get("python_object") or "").lower()
+    if start_object and (start_object == python_object or start_object.startswith("libpython")):
+        return Pool.PYTHON_OTHER, f"started by Python's threading ({thread['start_object']})"
+    if "grpc" in start_object or (thread.get("comm") or "").startswith("grpc"):
+        return Pool.PROFILER, f"gRPC thread ({thread.get('start_object') or thread.get('comm')})"
     if any(marker in start_object for marker in _BLAS_OBJECTS):
         return Pool.BLAS_OPENMP, f"started in {thread['start_object']}"
     if start_object:

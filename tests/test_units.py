@@ -85,6 +85,7 @@ def test_relevant_env_keeps_thread_settings_only():
         "OMP_NUM_THREADS": "1",
         "HOME": "/x",
         "KMP_BLOCKTIME": "0",
+        "TF_CLI_ARGS": "-no-color",  # Terraform's, not TensorFlow's
     }
     assert relevant_env(env) == {
         "KMP_BLOCKTIME": "0",
@@ -113,10 +114,13 @@ def test_pool_of_tf_name(name, pool):
         ({"tf_name": "tf_numa_-1_Eigen", "python_name": None}, Pool.INTRA_OP),
         ({"python_name": "MainThread"}, Pool.PYTHON_MAIN),
         ({"python_name": "Thread-1 (work)"}, Pool.PYTHON_OTHER),
-        ({"python_name": "tftrace-identity"}, Pool.TOOL),
+        ({"python_name": "tftrace-identity"}, Pool.PROFILER),
+        ({"comm": "grpc_global_tim"}, Pool.PROFILER),
         ({"start_object": "libscipy_openblas64_-32a4b2a6.so"}, Pool.BLAS_OPENMP),
         ({"start_object": "libgomp.so.1"}, Pool.BLAS_OPENMP),
-        ({"start_object": "libgrpc.so"}, Pool.OTHER),
+        ({"start_object": "libgrpc.so"}, Pool.PROFILER),
+        ({"start_object": "libfoo.so"}, Pool.OTHER),
+        ({"start_object": "libpython3.11.so.1.0"}, Pool.PYTHON_OTHER),
         ({}, Pool.UNMAPPED),
     ],
 )

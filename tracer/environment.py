@@ -16,9 +16,17 @@ RELEVANT_ENV_PREFIXES = ("TF_", "OMP_", "KMP_", "OPENBLAS_", "MKL_", "GOTO_", "B
 POOL_ENV_VARS = {"inter_op": "TF_NUM_INTEROP_THREADS", "intra_op": "TF_NUM_INTRAOP_THREADS"}
 
 
+# Prefixes that match but belong to other tools (Terraform's TF_CLI_*, TF_VAR_*, TF_LOG).
+UNRELATED_ENV_PREFIXES = ("TF_CLI_", "TF_VAR_", "TF_LOG", "TF_INPUT", "TF_WORKSPACE", "TF_DATA_DIR")
+
+
 def relevant_env(env: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ) if env is None else env
-    return {k: v for k, v in sorted(env.items()) if k.startswith(RELEVANT_ENV_PREFIXES)}
+    return {
+        k: v
+        for k, v in sorted(env.items())
+        if k.startswith(RELEVANT_ENV_PREFIXES) and not k.startswith(UNRELATED_ENV_PREFIXES)
+    }
 
 
 def clock_anchor() -> dict[str, int]:

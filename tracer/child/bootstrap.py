@@ -25,7 +25,7 @@ from ..environment import clock_anchor
 from ..rundir import IDENTITY, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
 from .profiler_window import ProfilerWindow
-from .thread_identity import IdentityRecorder, IdentityWatcher
+from .thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 
 PR_SET_PTRACER = 0x59616D61
 SETUP_ERROR_EXIT = 2
@@ -127,6 +127,7 @@ def main(config_path: str) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
 
     identity = IdentityRecorder()
+    hook_python_threads(identity)
     watcher = IdentityWatcher(identity)
     watcher.start()
 

@@ -63,6 +63,8 @@ class Layout:
 
     tid_offset: int | None = None
     start_routine_offset: int | None = None
+    python_object: str | None = None  # the library holding Python's thread start code
+    list_offset: int | None = None  # glibc links the descriptors of running threads
     errors: list[str] = field(default_factory=list)
 
 
@@ -115,7 +117,8 @@ def _self_pointers(data: bytes, base: int) -> list[int]:
     """Addresses in ``data`` (read from ``base``) holding their own address, 8-byte aligned."""
     count = len(data) // 8
     np = sys.modules.get("numpy")  # vectorised when the workload already loaded numpy
-    if np is not None:
+    if np is not None and hasattr(np, "frombuffer") and hasattr(np, "arange"):
+        # (a module still being imported by the workload lacks its attributes)
         words = np.frombuffer(data, dtype="<u8", count=count)
         addrs = np.arange(base, base + 8 * count, 8, dtype=np.uint64)
         return [int(a) for a in addrs[words == addrs]]
@@ -173,6 +176,45 @@ def _read_std_string(mem: _Memory, address: int) -> str | None:
     return text if text.isprintable() else None
 
 
+def _is_descriptor(mem: _Memory, addr: int) -> bool:
+    raw = mem.read(addr, 24)
+    if not raw or len(raw) != 24:
+        return False
+    tcb, _, self_ptr = struct.unpack("<QQQ", raw)
+    return tcb == addr == self_ptr
+
+
+def _find_list_offset(mem: _Memory, me: int, block: bytes, below: int) -> int | None:
+    """Offset of ``struct pthread.list``: a doubly linked node (prev(next(x)) == x) whose
+    neighbour is another thread's node or the list head glibc keeps."""
+    for offset in range(24, below, 8):
+        node = me + offset
+        nxt, prv = struct.unpack_from("<QQ", block, offset)
+        if nxt == node or not nxt or not prv:
+            continue
+        if _read_ptr(mem, nxt + 8) == node and _read_ptr(mem, prv) == node:
+            return offset
+    return None
+
+
+def walk_thread_list(mem: _Memory, start: int, offset: int, limit: int = 100_000) -> list[int]:
+    """Every descriptor on the list that ``start`` is on (glibc's running threads).
+
+    Unlike the mapping scan, this finds a thread whose stack mapping merged with a
+    neighbouring one. Nodes that are not descriptors are list heads: stepped over.
+    """
+    found = []
+    node = start + offset
+    for _ in range(limit):
+        nxt = _read_ptr(mem, node)
+        if nxt is None or nxt == start + offset:
+            break
+        if _is_descriptor(mem, nxt - offset):
+            found.append(nxt - offset)
+        node = nxt
+    return found
+
+
 def calibrate(mem: _Memory, libc: ctypes.CDLL) -> Layout:
     """Find the tid and start-routine offsets on threads whose answers we know."""
     layout = Layout()
@@ -189,11 +231,13 @@ def calibrate(mem: _Memory, libc: ctypes.CDLL) -> Layout:
         layout.errors.append(f"tid offset ambiguous or absent: {tid_offsets}")
         return layout
     layout.tid_offset = tid_offsets[0]
+    layout.list_offset = _find_list_offset(mem, me, block, layout.tid_offset)
     # This function runs on a thread started by Python's threading module: its
     # start routine lies in the object that holds the interpreter's thread code.
     python_object, _ = _object_of(
         libc, ctypes.cast(ctypes.pythonapi.PyThread_start_new_thread, ctypes.c_void_p).value or 0
     )
+    layout.python_object = python_object
     candidates = [
         o
         for o in range(layout.tid_offset, len(block) - 16, 8)
@@ -216,9 +260,11 @@ class IdentityRecorder:
         self.snapshots = 0
         self.layout: Layout | None = None
         self._lock = threading.Lock()
+        self._main = 0  # the main thread's descriptor: on glibc's other list (user stacks)
         try:
             self._mem: _Memory | None = _Memory()
             self._libc: ctypes.CDLL | None = _libc()
+            self._main = self._libc.pthread_self()  # constructed on the main thread
         except OSError as e:
             self._mem = None
             self._libc = None
@@ -249,7 +295,12 @@ class IdentityRecorder:
         live = {int(t) for t in os.listdir("/proc/self/task")}
         descriptors = {}
         if self.layout.tid_offset is not None:
-            for addr in [*_find_descriptors(mem), libc.pthread_self()]:
+            listed = (
+                walk_thread_list(mem, libc.pthread_self(), self.layout.list_offset)
+                if self.layout.list_offset is not None
+                else []
+            )
+            for addr in {*_find_descriptors(mem), *listed, libc.pthread_self(), self._main}:
                 tid = _read_int32(mem, addr + self.layout.tid_offset)
                 if tid in live:
                     descriptors[tid] = addr
@@ -263,12 +314,44 @@ class IdentityRecorder:
             if tid in python_names:
                 known.python_name = python_names[tid]
             addr = descriptors.get(tid)
-            if addr is None or known.pthread is not None:
-                continue
-            known.pthread = addr
-            if self._hash is not None:
-                known.trace_line_id = trace_line_id(addr, self._hash)
-            self._describe_start(known, addr)
+            if addr is not None and known.pthread is None:
+                self._set_descriptor(known, addr)
+
+    def _set_descriptor(self, thread: ThreadIdentity, addr: int) -> None:
+        thread.pthread = addr
+        if self._hash is not None:
+            thread.trace_line_id = trace_line_id(addr, self._hash)
+        self._describe_start(thread, addr)
+
+    def python_thread_started(self, thread: threading.Thread) -> None:
+        """Called on every new Python thread, on that thread, before its target runs: exact
+        identity even for threads too short-lived for any poll. Never raises."""
+        if self._mem is None or self._libc is None:
+            return
+        with self._lock:
+            try:
+                if self.layout is None:  # this thread's start routine is Python's: calibrate
+                    self.layout = calibrate(self._mem, self._libc)
+                    self.errors.extend(self.layout.errors)
+                tid = threading.get_native_id()
+                known = self.threads.get(tid)
+                if known is None or known.pthread is None or known.python_name is None:
+                    known = known or ThreadIdentity(
+                        tid=tid, comm=_comm(tid), first_seen_monotonic_ns=time.monotonic_ns()
+                    )
+                    known.python_name = thread.name
+                    self.threads[tid] = known
+                    if known.pthread is None:
+                        self._set_descriptor(known, self._libc.pthread_self())
+            except Exception as e:
+                self.errors.append(f"python thread hook failed: {type(e).__name__}: {e}")
+
+    def refresh_python_names(self) -> None:
+        with self._lock:
+            for thread in threading.enumerate():
+                known = self.threads.get(thread.native_id or -1)
+                if known is not None and known.python_name is None:
+                    known.python_name = thread.name
 
     def _describe_start(self, thread: ThreadIdentity, addr: int) -> None:
         assert self._mem is not None and self._libc is not None and self.layout is not None
@@ -292,6 +375,8 @@ class IdentityRecorder:
             "trace_line_id = libstdc++ std::hash<std::thread::id>(pthread_t)",
             "tid_offset": layout.tid_offset,
             "start_routine_offset": layout.start_routine_offset,
+            "python_object": layout.python_object,
+            "list_offset": layout.list_offset,
             "snapshots": self.snapshots,
             "errors": self.errors,
             "threads": [asdict(t) for t in sorted(self.threads.values(), key=lambda t: t.tid)],
@@ -306,15 +391,32 @@ def _comm(tid: int) -> str:
         return ""
 
 
+def hook_python_threads(recorder: IdentityRecorder) -> None:
+    """Have every Python thread report itself as it starts (see python_thread_started).
+
+    ``Thread._bootstrap_inner`` runs on the new thread before its target in every CPython
+    since 3.0; the wrapper calls through unchanged.
+    """
+    original = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+
+    def bootstrap_inner(self: threading.Thread) -> None:
+        recorder.python_thread_started(self)
+        original(self)
+
+    threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+
+
 class IdentityWatcher:
     """Takes a snapshot as soon as new threads appear, so short-lived pools are seen too.
 
     A thread's descriptor (tid, start routine, TF's name for it) is complete before
     the thread runs, so one poll interval is enough; tf.data threads may live for
-    only ~100 ms, hence the short interval (a listdir costs tens of microseconds).
+    only ~10 ms, hence the short interval (a listdir costs tens of microseconds).
+    Python thread names are refreshed on every poll: a thread joins
+    ``threading.enumerate()`` only once it runs, after its descriptor was read.
     """
 
-    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.02) -> None:
+    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.005) -> None:
         self.recorder = recorder
         self._interval = interval_s
         self._stop = threading.Event()
@@ -333,6 +435,8 @@ class IdentityWatcher:
                 continue
             if live - seen:
                 self.recorder.snapshot()
+            else:
+                self.recorder.refresh_python_names()
             seen = live
 
     def stop(self) -> None:
