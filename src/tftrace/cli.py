@@ -152,6 +152,22 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_threads(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.errors import TraceError
+    from tftrace.analysis.run import load
+    from tftrace.analysis.thread_report import render_threads
+
+    try:
+        run = load(ns.run, session=ns.session)
+    except TraceError as e:
+        raise CliError(str(e)) from None
+    if ns.json:
+        print(run.threads.to_json(orient="records", indent=2))
+    else:
+        render_threads(run)
+    return 0
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
         prog="tftrace", description="Profile and explain TensorFlow's CPU thread pools."
@@ -161,6 +177,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     record_parser = _record_parser(sub)
     p = sub.add_parser("summary", help="print what a run directory holds")
     p.add_argument("run", type=Path, help="a run directory written by tftrace record")
+    p = sub.add_parser("threads", help="every thread of a run, its pool and the evidence")
+    p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
+    p.add_argument("--session", help="the profile session to load (default: the newest)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON records")
     return parser, record_parser
 
 
@@ -173,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         ns = parser.parse_args(argv)
         if ns.command == "summary":
             return cmd_summary(ns)
+        if ns.command == "threads":
+            return cmd_threads(ns)
         parser.print_help()
         return USAGE_ERROR
     except CliError as e:

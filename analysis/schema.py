@@ -1,0 +1,132 @@
+"""The column contract of every table a ``Run`` holds, in one place, checked on load.
+
+Times are int64 nanoseconds on the run's single axis (``Run.origin``: ns since the
+recorder started, or since the profiler started for a bare trace). Repeated strings
+are pandas categoricals (interned once). Optional integers (a flow id that an event
+does not carry, a thread with no OS tid) are pandas' nullable ``Int64``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+CATEGORY = "category"
+INT64 = "int64"
+INT32 = "int32"
+NULLABLE_INT = "Int64"
+FLOAT = "float64"
+STRING = "object"
+BOOL = "bool"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: dict[str, str]
+    doc: str
+
+
+THREADS = Table(
+    "threads",
+    {
+        "thread": INT32,  # row key, referenced by every other table
+        "tid": NULLABLE_INT,  # OS thread id, where known
+        "os_name": CATEGORY,  # /proc comm (15 bytes; Eigen workers show the creator's name)
+        "line_id": NULLABLE_INT,  # trace line id (not an OS id), where the thread has a line
+        "line_name": CATEGORY,
+        "tf_name": CATEGORY,  # the name TF gave the thread, from the trace or the descriptor
+        "python_name": CATEGORY,  # threading.Thread name, for Python threads
+        "pool": CATEGORY,  # a Pool value
+        "evidence": STRING,  # what decided the pool, in words
+        "first_seen_ns": NULLABLE_INT,
+        "last_seen_ns": NULLABLE_INT,
+    },
+    "one row per thread seen by any source",
+)
+
+EVENTS = Table(
+    "events",
+    {
+        "thread": INT32,
+        "name": CATEGORY,
+        "op_name": CATEGORY,  # "MatMul" of "MatMul:_MklMatMul"; NaN for non-op events
+        "op_type": CATEGORY,  # "_MklMatMul"
+        "kind": CATEGORY,  # an EventKind value
+        "start_ns": INT64,
+        "end_ns": INT64,
+        "p": NULLABLE_INT,  # flow ids: _p (produced), _c (consumed), _pt/_ct (their types)
+        "c": NULLABLE_INT,
+        "pt": NULLABLE_INT,
+        "ct": NULLABLE_INT,
+    },
+    "one row per trace event on the host plane",
+)
+
+REGIONS = Table(
+    "regions",
+    {
+        "thread": INT32,  # the worker that ran the closure
+        "start_ns": INT64,
+        "end_ns": INT64,
+        "flow": NULLABLE_INT,  # the closure's id (_c of StartRegion = _p of its Record)
+        "scheduled_ns": NULLABLE_INT,  # when Record was written
+        "scheduled_by": NULLABLE_INT,  # the thread that wrote the Record
+        "queue_ns": NULLABLE_INT,  # start_ns - scheduled_ns
+    },
+    "busy intervals of thread-pool workers, joined to the Record that scheduled them",
+)
+
+SAMPLES = Table(
+    "samples",
+    {
+        "thread": INT32,
+        "tid": INT64,
+        "t_ns": INT64,
+        "state": CATEGORY,  # R running/runnable, S sleeping, D disk, ...
+        "cpu_ns": INT64,  # cumulative ns on CPU (schedstat)
+        "wait_ns": INT64,  # cumulative ns runnable but waiting for a CPU (schedstat)
+        "utime": INT64,  # cumulative clock ticks (stat)
+        "stime": INT64,
+        "slices": INT64,
+        "cpu": INT32,  # the CPU it last ran on
+    },
+    "the OS thread sampler's series",
+)
+
+PYTHON = Table(
+    "python",
+    {
+        "thread": INT32,
+        "tid": INT64,
+        "start_ns": INT64,
+        "end_ns": INT64,
+        "stack": CATEGORY,  # outermost first, ";"-separated "function (file:line)"
+        "leaf": CATEGORY,
+    },
+    "py-spy: intervals over which a Python thread showed one stack",
+)
+
+TABLES = {t.name: t for t in (THREADS, EVENTS, REGIONS, SAMPLES, PYTHON)}
+
+
+class SchemaError(ValueError):
+    """A table does not match its declared columns (a bug, or a foreign input)."""
+
+
+def empty(table: Table) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in table.columns.items()})
+
+
+def validate(df: pd.DataFrame, table: Table) -> pd.DataFrame:
+    """Check ``df`` has exactly the declared columns with the declared dtypes."""
+    if list(df.columns) != list(table.columns):
+        raise SchemaError(
+            f"{table.name}: columns {list(df.columns)} != declared {list(table.columns)}"
+        )
+    for column, dtype in table.columns.items():
+        actual = str(df[column].dtype)
+        if actual != dtype:
+            raise SchemaError(f"{table.name}.{column}: dtype {actual}, declared {dtype}")
+    return df

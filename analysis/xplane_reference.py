@@ -1,0 +1,145 @@
+"""The pure-Python XSpace decoder: protobuf messages in, the same tables as the C pass out.
+
+Two uses: the fallback of :func:`.xplane_decode.decode` when the C extension is not built, and
+the oracle the extension is tested against. It is deliberately the obvious loop over parsed
+messages (``XSpace.FromString``, then planes > lines > events > stats), so that it shares no
+code with the wire-format walk it checks, and it is several times slower than the parse.
+
+One difference is unavoidable: protobuf messages do not say where in the input a string came
+from, so string and bytes stat values are copied into a new buffer and ``data`` is that buffer
+(``str_start`` points into it). Compare values with ``DecodedSpace.stat_bytes``, not offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from . import xplane_proto
+from .xplane_decode import (
+    EVENT_COLUMNS,
+    LINE_COLUMNS,
+    STAT_COLUMNS,
+    DecodedPlane,
+    DecodedSpace,
+    PlaneFilter,
+    StatKind,
+    XPlaneDecodeError,
+    decoded_plane,
+)
+
+_KIND_OF_FIELD = {
+    None: StatKind.UNSET,
+    "double_value": StatKind.DOUBLE,
+    "uint64_value": StatKind.UINT64,
+    "int64_value": StatKind.INT64,
+    "str_value": StatKind.STR,
+    "bytes_value": StatKind.BYTES,
+    "ref_value": StatKind.REF,
+}
+_TWO_64 = 1 << 64
+
+
+class _Tables:
+    """Python lists per column, turned into numpy arrays once at the end."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[int]] = {name: [] for name in LINE_COLUMNS}
+        self.events: dict[str, list[int]] = {name: [] for name in EVENT_COLUMNS}
+        self.stats: dict[str, list[Any]] = {name: [] for name in STAT_COLUMNS}
+        self.line_names: list[str] = []
+        self.line_display_names: list[str] = []
+        self.strings = bytearray()
+
+    def add_plane(self, plane_row: int, plane: Any) -> None:
+        for line in plane.lines:
+            self.add_line(plane_row, line)
+
+    def add_line(self, plane_row: int, line: Any) -> None:
+        row = len(self.line_names)
+        first_event = len(self.events["line"])
+        for event in line.events:
+            self.add_event(row, event)
+        columns = self.lines
+        columns["plane"].append(plane_row)
+        columns["id"].append(line.id)
+        columns["display_id"].append(line.display_id)
+        columns["timestamp_ns"].append(line.timestamp_ns)
+        columns["duration_ps"].append(line.duration_ps)
+        columns["n_events"].append(len(self.events["line"]) - first_event)
+        columns["first_event"].append(first_event)
+        self.line_names.append(line.name)
+        self.line_display_names.append(line.display_name)
+
+    def add_event(self, line_row: int, event: Any) -> None:
+        row = len(self.events["line"])
+        first_stat = len(self.stats["event"])
+        for stat in event.stats:
+            self.add_stat(row, stat)
+        columns = self.events
+        columns["line"].append(line_row)
+        columns["metadata_id"].append(event.metadata_id)
+        columns["offset_ps"].append(event.offset_ps)  # 0 when num_occurrences is set
+        columns["duration_ps"].append(event.duration_ps)
+        columns["num_occurrences"].append(event.num_occurrences)
+        columns["first_stat"].append(first_stat)
+        columns["n_stats"].append(len(self.stats["event"]) - first_stat)
+
+    def add_stat(self, event_row: int, stat: Any) -> None:
+        field = stat.WhichOneof("value")
+        kind = _KIND_OF_FIELD[field]
+        int_value, double_value, start, length = 0, 0.0, 0, 0
+        if kind is StatKind.DOUBLE:
+            double_value = stat.double_value
+        elif kind in (StatKind.STR, StatKind.BYTES):
+            raw = stat.str_value.encode() if kind is StatKind.STR else stat.bytes_value
+            start, length = len(self.strings), len(raw)
+            self.strings += raw
+        elif kind is not StatKind.UNSET:
+            int_value = getattr(stat, field)
+            if int_value >= 1 << 63:  # uint64 and ref values, bit-cast to int64
+                int_value -= _TWO_64
+        columns = self.stats
+        columns["event"].append(event_row)
+        columns["metadata_id"].append(stat.metadata_id)
+        columns["kind"].append(int(kind))
+        columns["int_value"].append(int_value)
+        columns["double_value"].append(double_value)
+        columns["str_start"].append(start)
+        columns["str_len"].append(length)
+
+
+def _arrays(columns: dict[str, list[Any]], spec: dict[str, type[np.generic]]) -> dict[str, Any]:
+    out = {}
+    for name, dtype in spec.items():
+        array = np.array(columns[name], dtype=dtype)
+        array.setflags(write=False)  # like the native decoder's buffers
+        out[name] = array
+    return out
+
+
+def decode_reference(data: bytes, *, planes: PlaneFilter | None = None) -> DecodedSpace:
+    """Same contract as :func:`.xplane_decode.decode`; errors carry no byte offset."""
+    try:
+        space = xplane_proto.XSpace.FromString(data)
+    except DecodeError as e:
+        raise XPlaneDecodeError(f"not a valid XSpace ({e})") from None
+    tables = _Tables()
+    kept: list[DecodedPlane] = []
+    for plane in space.planes:
+        if planes is not None and not planes(plane.name):
+            continue
+        tables.add_plane(len(kept), plane)
+        kept.append(decoded_plane(len(kept), plane))
+    return DecodedSpace(
+        planes=kept,
+        hostnames=list(space.hostnames),
+        lines=_arrays(tables.lines, LINE_COLUMNS),
+        line_names=tables.line_names,
+        line_display_names=tables.line_display_names,
+        events=_arrays(tables.events, EVENT_COLUMNS),
+        stats=_arrays(tables.stats, STAT_COLUMNS),
+        data=bytes(tables.strings),
+    )

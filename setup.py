@@ -1,0 +1,14 @@
+"""Only the optional C extension; all metadata is in pyproject.toml (setuptools merges them)."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "tftrace.analysis._xplane_wire",
+            ["analysis/_xplane_wire.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        )
+    ]
+)
