@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py analysis/_xplane_wire.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[cpu,dev]"
@@ -20,6 +20,7 @@ demo: $(STAMP)
 	$(BIN)/tftrace record -o tftrace-runs/demo-$$(date +%Y%m%d-%H%M%S) --name demo \
 		examples/eager_matmul.py --size 1500 --repeat 5
 	$(BIN)/tftrace summary $$(ls -d tftrace-runs/demo-* | tail -n 1)
+	$(BIN)/tftrace threads $$(ls -d tftrace-runs/demo-* | tail -n 1)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -11,6 +11,12 @@
  * `scan()` returns the byte ranges of every field that is not `planes` (in XSpace) or not
  * `lines` (in XPlane), so Python can join them and parse them with real message classes.
  *
+ * Some event stats are read by every analysis (the flow ids `_p`, `_c`, ...): scattering them
+ * from the stats table into per-event columns afterwards costs, in numpy, about as much as this
+ * whole pass. So `decode()` can also fill per-event columns for chosen stats as it goes
+ * ("promoted" stats): the caller gives, per plane, the stat metadata ids that map to each
+ * column, and each event gets the integer value of its last stat with such an id.
+ *
  * Input is untrusted: every varint, length and nested length is checked against the end of
  * its enclosing message; unknown fields are skipped by wire type; groups, invalid wire types
  * and known fields with the wrong wire type are errors. The pass runs without the GIL (the
@@ -26,7 +32,7 @@
 #include <string.h>
 
 /* Bumped when the Python side must change with this file (a stale build is then ignored). */
-#define WIRE_ABI 1
+#define WIRE_ABI 2
 
 #if defined(__GNUC__)
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
@@ -271,18 +277,16 @@ static int utf8_valid(const uint8_t *s, Py_ssize_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Column tables: one malloc'ed buffer per column, all grown together                          */
 
-#define MAX_COLS 12
-
 typedef struct {
-    const char *name;
-    int size; /* bytes per row */
+    const char *name; /* NULL in the promoted table: its columns are returned as a list */
+    int size;         /* bytes per row */
 } ColSpec;
 
 typedef struct {
     int ncols;
     const ColSpec *spec;
     Py_ssize_t n, cap; /* rows used, rows allocated */
-    char *col[MAX_COLS];
+    char **col;        /* ncols buffers */
 } Table;
 
 /* Column order and widths; the names are the keys of the dicts decode() returns. */
@@ -313,19 +317,27 @@ static const ColSpec STAT_COLS[S_NCOLS] = {
 
 #define COL(t, k, type) ((type *)(t)->col[k])
 
-static void table_init(Table *t, const ColSpec *spec, int ncols)
+/* An empty table; -1 when out of memory. table_free() is safe on it either way. */
+static int table_init(Table *t, const ColSpec *spec, int ncols)
 {
     memset(t, 0, sizeof *t);
     t->spec = spec;
     t->ncols = ncols;
+    t->col = PyMem_RawCalloc((size_t)(ncols ? ncols : 1), sizeof(char *));
+    return t->col == NULL ? -1 : 0;
 }
 
+/* Frees the buffers still owned (table_to_dict() takes the others); idempotent. */
 static void table_free(Table *t)
 {
-    for (int k = 0; k < t->ncols; k++) {
-        PyMem_RawFree(t->col[k]);
-        t->col[k] = NULL;
+    if (t->col != NULL) {
+        for (int k = 0; k < t->ncols; k++) {
+            PyMem_RawFree(t->col[k]);
+        }
+        PyMem_RawFree(t->col);
     }
+    t->col = NULL;
+    t->ncols = 0;
     t->n = t->cap = 0;
 }
 
@@ -355,8 +367,21 @@ static int table_reserve(Ctx *c, Table *t)
     return 0;
 }
 
+/* A stat metadata id whose stats fill promoted column `col`. */
+typedef struct {
+    int64_t id;
+    int32_t col;
+} PromoKey;
+
 typedef struct {
     Table lines, events, stats;
+    /* Promoted stats: k int64 value columns, then k uint8 present columns, one row per event
+     * (promo.n == events.n between events). k = promo.ncols / 2; 0 when none were asked. */
+    Table promo;
+    ColSpec *promo_spec;
+    Py_ssize_t k;
+    const PromoKey *keys; /* the current plane's, strictly increasing ids */
+    Py_ssize_t nkeys;
 } Tables;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -493,12 +518,61 @@ static int append_stat(Ctx *c, Tables *t, int64_t event_row, const Stat *s)
     return 0;
 }
 
+/* Opens the promoted row of the event being parsed: every column absent (value 0). */
+static int promo_begin(Ctx *c, Tables *t, Py_ssize_t row)
+{
+    Table *pr = &t->promo;
+    if (table_reserve(c, pr)) {
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < t->k; j++) {
+        COL(pr, j, int64_t)[row] = 0;
+        COL(pr, t->k + j, uint8_t)[row] = 0;
+    }
+    return 0;
+}
+
+/* The promoted column of a stat metadata id in the current plane, or -1. */
+static inline Py_ssize_t promo_column(const Tables *t, int64_t id)
+{
+    const PromoKey *keys = t->keys;
+    Py_ssize_t lo = 0, hi = t->nkeys;
+    if (hi == 0 || id < keys[0].id || id > keys[hi - 1].id) {
+        return -1;
+    }
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (keys[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < t->nkeys && keys[lo].id == id ? keys[lo].col : -1;
+}
+
+/* A stat of event `row` with a promoted id: the last one wins, as when protobuf merges a
+ * field; a value that is not an integer (or no value) leaves the column absent. */
+static inline void promo_stat(Tables *t, Py_ssize_t row, const Stat *s)
+{
+    Py_ssize_t j = promo_column(t, s->metadata_id);
+    if (j < 0) {
+        return;
+    }
+    int is_int = s->kind == K_INT64 || s->kind == K_UINT64 || s->kind == K_REF;
+    COL(&t->promo, j, int64_t)[row] = is_int ? s->int_value : 0;
+    COL(&t->promo, t->k + j, uint8_t)[row] = (uint8_t)is_int;
+}
+
 static int parse_event(Ctx *c, Tables *t, const uint8_t *p, const uint8_t *end, int32_t line_row)
 {
     static const char M[] = "XEvent";
     int64_t metadata_id = 0, offset_ps = 0, duration_ps = 0, occurrences = 0;
     int64_t event_row = t->events.n;
     Py_ssize_t first_stat = t->stats.n;
+    if (t->k && promo_begin(c, t, event_row)) {
+        return -1;
+    }
     while (p < end) {
         const uint8_t *tag_at = p;
         uint32_t field = 0;
@@ -538,6 +612,9 @@ static int parse_event(Ctx *c, Tables *t, const uint8_t *p, const uint8_t *end, 
                 parse_stat(c, p, body_end, &s) || append_stat(c, t, event_row, &s)) {
                 return -1;
             }
+            if (t->nkeys) {
+                promo_stat(t, event_row, &s);
+            }
             p = body_end;
             break;
         }
@@ -571,6 +648,9 @@ static int parse_event(Ctx *c, Tables *t, const uint8_t *p, const uint8_t *end, 
     COL(ev, E_OCCURRENCES, int64_t)[i] = occurrences;
     COL(ev, E_FIRST_STAT, int64_t)[i] = first_stat;
     COL(ev, E_N_STATS, int32_t)[i] = (int32_t)n_stats;
+    if (t->k) {
+        t->promo.n++; /* the row promo_begin() opened */
+    }
     return 0;
 }
 
@@ -774,42 +854,65 @@ static PyTypeObject ColumnType = {
     .tp_doc = "One decoded column: a read-only buffer (wrap it with numpy.frombuffer).",
 };
 
+/* Moves column k's buffer, trimmed to the rows used, into a new Column; NULL (with an
+ * exception set) when out of memory. The table no longer owns the buffer either way. */
+static PyObject *take_column(Table *t, int k)
+{
+    size_t size = (size_t)t->n * (size_t)t->spec[k].size;
+    char *buf = t->col[k];
+    t->col[k] = NULL;
+    if (buf == NULL || t->n < t->cap) { /* trim; an empty column still gets a pointer */
+        char *trimmed = PyMem_RawRealloc(buf, size ? size : 1);
+        if (trimmed != NULL) {
+            buf = trimmed;
+        }
+    }
+    if (buf == NULL) {
+        return PyErr_NoMemory();
+    }
+    ColumnObject *col = PyObject_New(ColumnObject, &ColumnType);
+    if (col == NULL) {
+        PyMem_RawFree(buf);
+        return NULL;
+    }
+    col->buf = buf;
+    col->len = (Py_ssize_t)size;
+    return (PyObject *)col;
+}
+
 /* Moves the table's buffers into a {name: Column} dict; the table is left empty either way. */
 static PyObject *table_to_dict(Table *t)
 {
     PyObject *d = PyDict_New();
-    for (int k = 0; k < t->ncols; k++) {
-        size_t size = (size_t)t->n * (size_t)t->spec[k].size;
-        char *buf = t->col[k];
-        if (buf == NULL || t->n < t->cap) { /* trim; an empty column still gets a pointer */
-            char *trimmed = PyMem_RawRealloc(buf, size ? size : 1);
-            if (trimmed != NULL) {
-                buf = trimmed;
-            }
-        }
-        t->col[k] = NULL;
-        ColumnObject *col = NULL;
-        if (buf != NULL && d != NULL) {
-            col = PyObject_New(ColumnObject, &ColumnType);
-        }
-        if (col == NULL) {
-            PyMem_RawFree(buf);
-            Py_CLEAR(d);
-            continue;
-        }
-        col->buf = buf;
-        col->len = (Py_ssize_t)size;
-        int rc = PyDict_SetItemString(d, t->spec[k].name, (PyObject *)col);
-        Py_DECREF(col);
-        if (rc < 0) {
+    for (int k = 0; k < t->ncols && d != NULL; k++) {
+        PyObject *col = take_column(t, k);
+        if (col == NULL || PyDict_SetItemString(d, t->spec[k].name, col) < 0) {
             Py_CLEAR(d);
         }
+        Py_XDECREF(col);
     }
     table_free(t);
-    if (d == NULL && !PyErr_Occurred()) {
-        PyErr_NoMemory();
-    }
     return d;
+}
+
+/* The promoted table as a list of k (values, present) Column pairs; left empty either way. */
+static PyObject *promo_to_list(Tables *t)
+{
+    PyObject *list = PyList_New(t->k);
+    for (Py_ssize_t j = 0; j < t->k && list != NULL; j++) {
+        PyObject *values = take_column(&t->promo, (int)j);
+        PyObject *present = values ? take_column(&t->promo, (int)(t->k + j)) : NULL;
+        PyObject *pair = present ? PyTuple_Pack(2, values, present) : NULL;
+        Py_XDECREF(values);
+        Py_XDECREF(present);
+        if (pair == NULL) {
+            Py_CLEAR(list);
+        } else {
+            PyList_SET_ITEM(list, j, pair);
+        }
+    }
+    table_free(&t->promo);
+    return list;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -998,60 +1101,223 @@ error:
     return NULL;
 }
 
+/* At most this many promoted stats (a bound that keeps the column count an int). */
+#define MAX_PROMOTED 4096
+
+/* The promoted stats of every plane, from decode()'s `keys`. */
+typedef struct {
+    PromoKey *keys;    /* all planes' keys, plane after plane */
+    Py_ssize_t *start; /* plane i's keys are keys[start[i]:start[i + 1]] */
+} PlaneKeys;
+
+static void plane_keys_free(PlaneKeys *pk)
+{
+    PyMem_Free(pk->keys);
+    PyMem_Free(pk->start);
+    pk->keys = NULL;
+    pk->start = NULL;
+}
+
+/* Appends one plane's (stat metadata id, column) pairs: ids strictly increasing (the C side
+ * searches them by bisection), columns in [0, k). */
+static int read_plane_keys(PyObject *obj, Py_ssize_t k, PlaneKeys *pk, Py_ssize_t *total)
+{
+    static const char type_msg[] = "keys must hold, per plane, a sequence of (id, column) pairs";
+    PyObject *seq = PySequence_Fast(obj, type_msg);
+    if (seq == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n >= PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PromoKey) - *total) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    PromoKey *grown = PyMem_Realloc(pk->keys, sizeof(PromoKey) * (size_t)(*total + n + 1));
+    if (grown == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    pk->keys = grown;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, type_msg);
+            goto error;
+        }
+        long long id = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+        Py_ssize_t col = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if ((id == -1 || col == -1) && PyErr_Occurred()) {
+            goto error;
+        }
+        if (col < 0 || col >= k) {
+            PyErr_Format(PyExc_ValueError, "key column %zd outside [0, %zd)", col, k);
+            goto error;
+        }
+        if (i > 0 && id <= pk->keys[*total + i - 1].id) {
+            PyErr_SetString(PyExc_ValueError, "key ids of a plane must be strictly increasing");
+            goto error;
+        }
+        pk->keys[*total + i].id = (int64_t)id;
+        pk->keys[*total + i].col = (int32_t)col;
+    }
+    Py_DECREF(seq);
+    *total += n;
+    return 0;
+error:
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* Reads decode()'s `keys`: None (no plane has promoted stats) or one sequence per plane. */
+static int read_keys(PyObject *obj, Py_ssize_t nspans, Py_ssize_t k, PlaneKeys *pk)
+{
+    pk->keys = NULL;
+    pk->start = PyMem_Calloc((size_t)nspans + 1, sizeof(Py_ssize_t));
+    if (pk->start == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (obj == Py_None) {
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(obj, "keys must be a sequence with one item per plane");
+    if (seq == NULL) {
+        plane_keys_free(pk);
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(seq) != nspans) {
+        PyErr_Format(PyExc_ValueError, "keys has %zd items for %zd planes",
+                     PySequence_Fast_GET_SIZE(seq), nspans);
+        goto error;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < nspans; i++) {
+        if (read_plane_keys(PySequence_Fast_GET_ITEM(seq, i), k, pk, &total) < 0) {
+            goto error;
+        }
+        pk->start[i + 1] = total;
+    }
+    Py_DECREF(seq);
+    return 0;
+error:
+    Py_DECREF(seq);
+    plane_keys_free(pk);
+    return -1;
+}
+
+/* Frees whatever the tables still own (idempotent). */
+static void tables_free(Tables *t)
+{
+    table_free(&t->lines);
+    table_free(&t->events);
+    table_free(&t->stats);
+    table_free(&t->promo);
+    PyMem_RawFree(t->promo_spec);
+    t->promo_spec = NULL;
+}
+
+/* Empty tables with k promoted stats; -1 with MemoryError set. */
+static int tables_init(Tables *t, Py_ssize_t k)
+{
+    memset(t, 0, sizeof *t);
+    t->k = k;
+    t->promo_spec = PyMem_RawMalloc(sizeof(ColSpec) * (size_t)(k ? 2 * k : 1));
+    if (t->promo_spec != NULL) {
+        for (Py_ssize_t j = 0; j < k; j++) {
+            t->promo_spec[j] = (ColSpec){NULL, 8};
+            t->promo_spec[k + j] = (ColSpec){NULL, 1};
+        }
+    }
+    if (t->promo_spec == NULL || table_init(&t->lines, LINE_COLS, L_NCOLS) ||
+        table_init(&t->events, EVENT_COLS, E_NCOLS) ||
+        table_init(&t->stats, STAT_COLS, S_NCOLS) ||
+        table_init(&t->promo, t->promo_spec, (int)(2 * k))) {
+        tables_free(t);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The single pass, without the GIL; errors are left in `c`. */
+static void decode_planes(Ctx *c, Tables *t, const Py_ssize_t *spans, Py_ssize_t nspans,
+                          const PlaneKeys *pk)
+{
+    for (Py_ssize_t i = 0; i < nspans; i++) {
+        t->keys = pk->keys != NULL ? pk->keys + pk->start[i] : NULL;
+        t->nkeys = pk->start[i + 1] - pk->start[i];
+        if (decode_plane(c, t, c->base + spans[2 * i], c->base + spans[2 * i + 1], (int32_t)i)) {
+            return;
+        }
+    }
+}
+
+/* Hands the tables over as (lines, events, stats, promoted); frees them either way. */
+static PyObject *tables_result(Tables *t)
+{
+    PyObject *lines = table_to_dict(&t->lines);
+    PyObject *events = lines ? table_to_dict(&t->events) : NULL;
+    PyObject *stats = events ? table_to_dict(&t->stats) : NULL;
+    PyObject *promoted = stats ? promo_to_list(t) : NULL;
+    tables_free(t);
+    if (promoted == NULL) {
+        Py_XDECREF(lines);
+        Py_XDECREF(events);
+        Py_XDECREF(stats);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", lines, events, stats, promoted);
+}
+
 PyDoc_STRVAR(decode_doc,
-             "decode(data, planes) -> (lines, events, stats)\n\n"
+             "decode(data, planes, k=0, keys=None) -> (lines, events, stats, promoted)\n\n"
              "Decodes the lines, events and stats of the XPlane messages at the given\n"
-             "(start, end) byte spans of data (as returned by scan()). Each result is a dict\n"
-             "{column name: Column}; lines[\"plane\"] is the position in `planes`.");
+             "(start, end) byte spans of data (as returned by scan()). lines, events and\n"
+             "stats are dicts {column name: Column}; lines[\"plane\"] is the position in\n"
+             "`planes`. promoted lists k (values, present) Column pairs, one row per event\n"
+             "(int64 and bool): keys[i] lists the (stat metadata id, column) pairs of plane\n"
+             "i, ids strictly increasing, and an event's column holds the integer value of\n"
+             "its last stat with such an id (absent when that stat has no integer value).");
 
 static PyObject *wire_decode(PyObject *module, PyObject *args)
 {
     (void)module;
     Py_buffer view;
-    PyObject *spans_obj;
-    if (!PyArg_ParseTuple(args, "y*O:decode", &view, &spans_obj)) {
+    PyObject *spans_obj, *keys_obj = Py_None;
+    Py_ssize_t k = 0;
+    if (!PyArg_ParseTuple(args, "y*O|nO:decode", &view, &spans_obj, &k, &keys_obj)) {
         return NULL;
     }
+    if (k < 0 || k > MAX_PROMOTED) {
+        PyBuffer_Release(&view);
+        return PyErr_Format(PyExc_ValueError, "k=%zd outside [0, %d]", k, MAX_PROMOTED);
+    }
     Py_ssize_t nspans = 0;
+    PlaneKeys pk = {NULL, NULL};
+    Tables t;
     Py_ssize_t *spans = read_spans(spans_obj, view.len, &nspans);
-    if (spans == NULL) {
+    if (spans == NULL || read_keys(keys_obj, nspans, k, &pk) < 0 || tables_init(&t, k) < 0) {
+        plane_keys_free(&pk);
+        PyMem_Free(spans);
         PyBuffer_Release(&view);
         return NULL;
     }
-    const uint8_t *base = view.buf;
-    Ctx c = {.base = base};
-    Tables t;
-    table_init(&t.lines, LINE_COLS, L_NCOLS);
-    table_init(&t.events, EVENT_COLS, E_NCOLS);
-    table_init(&t.stats, STAT_COLS, S_NCOLS);
+    Ctx c = {.base = view.buf};
 
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < nspans; i++) {
-        if (decode_plane(&c, &t, base + spans[2 * i], base + spans[2 * i + 1], (int32_t)i)) {
-            break;
-        }
-    }
+    decode_planes(&c, &t, spans, nspans, &pk);
     Py_END_ALLOW_THREADS
 
+    plane_keys_free(&pk);
     PyMem_Free(spans);
     PyBuffer_Release(&view);
     if (c.failed) {
-        table_free(&t.lines);
-        table_free(&t.events);
-        table_free(&t.stats);
+        tables_free(&t);
         return raise_ctx(&c);
     }
-    PyObject *lines = table_to_dict(&t.lines);
-    PyObject *events = lines ? table_to_dict(&t.events) : NULL;
-    PyObject *stats = events ? table_to_dict(&t.stats) : NULL;
-    if (stats == NULL) {
-        table_free(&t.events);
-        table_free(&t.stats);
-        Py_XDECREF(lines);
-        Py_XDECREF(events);
-        return NULL;
-    }
-    return Py_BuildValue("(NNN)", lines, events, stats);
+    return tables_result(&t);
 }
 
 static PyMethodDef wire_methods[] = {

@@ -20,6 +20,7 @@ from .regions import pair_regions
 from .schema import EVENTS, PYTHON, REGIONS, SAMPLES, empty, validate
 from .threads import TraceLine, build_threads
 from .trace_events import (
+    FLOW_STATS,
     HostTrace,
     event_times,
     events_frame,
@@ -72,7 +73,7 @@ def _decode(xplane: Path) -> HostTrace:
     if not data:
         raise TraceError(f"{xplane}: empty file")
     try:
-        space = decode(data, planes=wanted_plane)
+        space = decode(data, planes=wanted_plane, event_stats=tuple(FLOW_STATS.values()))
     except XPlaneDecodeError as e:
         raise TraceError(f"{xplane}: not a valid xplane trace ({e})") from None
     return host_trace(space, str(xplane))

@@ -118,4 +118,6 @@ def render_record_footer(path: Path, manifest: dict[str, Any]) -> None:
     print(f"\ntftrace: run directory {path} ({manifest['status']})", file=out)
     for name, status in sorted(manifest["sources"].items()):
         print("  " + _source_line(name, status), file=out)
-    print(f"next: tftrace summary {path}    (TensorBoard: tensorboard --logdir {path})", file=out)
+    print(f"next: tftrace summary {path}", file=out)
+    print(f"      tftrace threads {path}    (which thread is in which pool, and why)", file=out)
+    print(f"      tensorboard --logdir {path}", file=out)

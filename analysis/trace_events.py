@@ -164,42 +164,27 @@ def event_times(
 
 
 def _flow_columns(trace: HostTrace) -> dict[str, pd.arrays.IntegerArray]:
-    """_p/_c/_pt/_ct of each host event (uint64 ids kept bit for bit as int64)."""
-    space, plane = trace.space, trace.space.planes[trace.plane]
-    stat_id = {name: i for i, name in plane.stat_metadata.items()}
-    n = trace.n_events
-    first = trace.events.start if isinstance(trace.events, slice) else None
-    wanted = [stat_id[s] for s in FLOW_STATS.values() if s in stat_id]
-    stat_ids = space.stats["metadata_id"]
-    if wanted and len(stat_ids):
-        flag = np.zeros(max(int(stat_ids.max()), max(wanted)) + 1, dtype=bool)
-        flag[wanted] = True
-        rows = np.flatnonzero(flag[np.clip(stat_ids, 0, None)])
-    else:
-        rows = np.zeros(0, dtype=np.int64)
-    event = space.stats["event"][rows]
-    if first is not None:
-        where = event - first
-        keep = (where >= 0) & (where < n)
-    else:
-        position = np.full(len(space.events["line"]), -1, dtype=np.int64)
-        position[trace.events] = np.arange(n)
-        where = position[event]
-        keep = where >= 0
-    rows, where = rows[keep], where[keep]
-    stat_of = space.stats["metadata_id"][rows]
-    int_values = space.stats["int_value"][rows]
+    """_p/_c/_pt/_ct of each host event (uint64 ids kept bit for bit as int64).
+
+    The decoder promoted them to per-event columns (``decode(event_stats=FLOW_STATS...)``);
+    here they are only cut to the host rows. The values are copied (~2 ms per column): the
+    decoded buffers are read-only, and the frame must accept assignment like any other.
+    """
+    promoted = trace.space.event_stat_columns
+    missing = [name for name in FLOW_STATS.values() if name not in promoted]
+    if missing:
+        raise ValueError(f"the trace was decoded without event_stats={missing}")
     out = {}
     for column, stat_name in FLOW_STATS.items():
-        values = np.zeros(n, dtype=np.int64)
-        missing = np.ones(n, dtype=bool)
-        if stat_name in stat_id:
-            mine = stat_of == stat_id[stat_name]
-            at = where[mine]
-            values[at] = int_values[mine]
-            missing[at] = False
-        out[column] = pd.arrays.IntegerArray(values, missing)
+        values, present = promoted[stat_name]
+        out[column] = pd.arrays.IntegerArray(_host_copy(trace, values), ~present[trace.events])
     return out
+
+
+def _host_copy(trace: HostTrace, column: np.ndarray) -> np.ndarray:
+    """The host rows of an events column, as a new (writable) array."""
+    rows = trace.events
+    return column[rows].copy() if isinstance(rows, slice) else column[rows]
 
 
 def events_frame(

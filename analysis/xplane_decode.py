@@ -20,12 +20,20 @@ contiguous and in file order:
   :class:`StatKind`); integers (int64, uint64 bit-cast, ref ids) are in ``int_value``; string
   and bytes values are ``data[str_start:str_start + str_len]`` (sliced on demand, since most
   are never read).
+
+And one pair of per-event columns for each stat named in ``decode(event_stats=...)``:
+``event_stat_columns[name]`` is ``(values, present)``, int64 and bool, one row per ``events``
+row. The stats every analysis reads (the flow ids) are promoted this way inside the single pass,
+because scattering them out of the ``stats`` table afterwards, even vectorised, costs about as
+much as the pass itself. An event's value is its last stat with that name (protobuf's "last
+one wins"); only integer kinds (int64, uint64 bit-cast, ref ids) count: any other value, or
+none, leaves ``present`` False and the value 0.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -66,7 +74,7 @@ STAT_COLUMNS: dict[str, type[np.generic]] = {
 }
 
 # The C extension's interface version this module speaks (WIRE_ABI in _xplane_wire.c).
-_WIRE_ABI = 1
+_WIRE_ABI = 2
 
 
 class StatKind(enum.IntEnum):
@@ -79,6 +87,13 @@ class StatKind(enum.IntEnum):
     STR = 4
     BYTES = 5
     REF = 6
+
+
+# The kinds whose value is an integer (in ``int_value``): the ones event stat columns take.
+INTEGER_KINDS = frozenset({StatKind.UINT64, StatKind.INT64, StatKind.REF})
+
+# (values, present) of one promoted event stat; see the module docstring.
+EventStatColumn = tuple[np.ndarray, np.ndarray]
 
 
 class XPlaneDecodeError(ValueError):
@@ -114,6 +129,7 @@ class DecodedSpace:
     events: dict[str, np.ndarray]
     stats: dict[str, np.ndarray]
     data: bytes  # str/bytes stat values at (str_start, str_len); the input, when decoded in C
+    event_stat_columns: dict[str, EventStatColumn]  # by stat name, as decode(event_stats=) asked
 
     def stat_bytes(self, row: int) -> bytes:
         """The raw value of a str or bytes stat (b"" for other kinds)."""
@@ -215,7 +231,24 @@ def _columns(buffers: dict[str, Any], spec: dict[str, type[np.generic]]) -> dict
     return {name: np.frombuffer(buffers[name], dtype=dtype) for name, dtype in spec.items()}
 
 
-def _decode_native(wire: ModuleType, data: bytes, planes: PlaneFilter | None) -> DecodedSpace:
+def promoted_names(event_stats: Sequence[str]) -> list[str]:
+    """The distinct names of ``decode(event_stats=...)``, in order (a str is refused: it
+    would otherwise be read as one stat per character)."""
+    if isinstance(event_stats, str):
+        raise TypeError("event_stats must be a sequence of stat names, not a str")
+    return list(dict.fromkeys(event_stats))
+
+
+def promoted_ids(stat_metadata: dict[int, str], names: list[str]) -> list[tuple[int, int]]:
+    """(stat metadata id, position in ``names``) of a plane's promoted stats, by id: a name
+    may have several ids (then all of them fill its column)."""
+    column = {name: k for k, name in enumerate(names)}
+    return sorted((i, column[name]) for i, name in stat_metadata.items() if name in column)
+
+
+def _decode_native(
+    wire: ModuleType, data: bytes, planes: PlaneFilter | None, names: list[str]
+) -> DecodedSpace:
     view = memoryview(data)
     try:
         rest, outlines = wire.scan(data)
@@ -228,8 +261,11 @@ def _decode_native(wire: ModuleType, data: bytes, planes: PlaneFilter | None) ->
             message = _parse_ranges(xplane_proto.XPlane, view, plane_rest, f"plane {position}")
             selected.append((decoded_plane(len(selected), message), (start, end)))
     space = _parse_ranges(xplane_proto.XSpace, view, rest, "XSpace")
+    keys = [promoted_ids(plane.stat_metadata, names) for plane, _ in selected]
     try:
-        lines, events, stats = wire.decode(data, [span for _, span in selected])
+        lines, events, stats, promoted = wire.decode(
+            data, [span for _, span in selected], len(names), keys
+        )
     except wire.WireError as e:
         raise XPlaneDecodeError(*e.args) from None
     line_names = _line_strings(view, lines, "name")
@@ -243,6 +279,10 @@ def _decode_native(wire: ModuleType, data: bytes, planes: PlaneFilter | None) ->
         events=_columns(events, EVENT_COLUMNS),
         stats=_columns(stats, STAT_COLUMNS),
         data=data,
+        event_stat_columns={
+            name: (np.frombuffer(values, dtype=np.int64), np.frombuffer(present, dtype=np.bool_))
+            for name, (values, present) in zip(names, promoted, strict=True)
+        },
     )
 
 
@@ -260,9 +300,13 @@ def decode(
     data: bytes | bytearray | memoryview,
     *,
     planes: PlaneFilter | None = None,
+    event_stats: Sequence[str] = (),
     prefer_native: bool = True,
 ) -> DecodedSpace:
     """Decode an XSpace; ``planes`` (a predicate on plane names) picks the planes to keep.
+
+    ``event_stats`` names stats (by their stat metadata name, in every kept plane) to promote
+    into per-event columns, ``DecodedSpace.event_stat_columns`` (see the module docstring).
 
     Uses the C extension when it is built and ``prefer_native``, the pure-Python reference
     decoder otherwise. Both give the same tables and values; only ``data`` differs (the C path
@@ -273,19 +317,22 @@ def decode(
     """
     if not isinstance(data, bytes):
         data = bytes(data)
+    names = promoted_names(event_stats)
     if prefer_native and _wire is not None:
-        return _decode_native(_wire, data, planes)
+        return _decode_native(_wire, data, planes, names)
     from .xplane_reference import decode_reference
 
-    return decode_reference(data, planes=planes)
+    return decode_reference(data, planes=planes, event_stats=names)
 
 
 __all__ = [
     "EVENT_COLUMNS",
+    "INTEGER_KINDS",
     "LINE_COLUMNS",
     "STAT_COLUMNS",
     "DecodedPlane",
     "DecodedSpace",
+    "EventStatColumn",
     "StatKind",
     "XPlaneDecodeError",
     "decode",

@@ -8,10 +8,15 @@ code with the wire-format walk it checks, and it is several times slower than th
 One difference is unavoidable: protobuf messages do not say where in the input a string came
 from, so string and bytes stat values are copied into a new buffer and ``data`` is that buffer
 (``str_start`` points into it). Compare values with ``DecodedSpace.stat_bytes``, not offsets.
+
+Promoted event stats (``event_stats``) are filled from each event's stats after they are
+appended, by looking their metadata id up in the plane's map: the same rule as the C pass (last
+stat wins, integer kinds only), by a different route.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,14 +25,18 @@ from google.protobuf.message import DecodeError
 from . import xplane_proto
 from .xplane_decode import (
     EVENT_COLUMNS,
+    INTEGER_KINDS,
     LINE_COLUMNS,
     STAT_COLUMNS,
     DecodedPlane,
     DecodedSpace,
+    EventStatColumn,
     PlaneFilter,
     StatKind,
     XPlaneDecodeError,
     decoded_plane,
+    promoted_ids,
+    promoted_names,
 )
 
 _KIND_OF_FIELD = {
@@ -45,7 +54,11 @@ _TWO_64 = 1 << 64
 class _Tables:
     """Python lists per column, turned into numpy arrays once at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, promoted: list[str]) -> None:
+        self.promoted = promoted  # names of the event stat columns
+        self.promoted_values: list[list[int]] = [[] for _ in promoted]
+        self.promoted_present: list[list[bool]] = [[] for _ in promoted]
+        self.column_of_id: dict[int, int] = {}  # the current plane's promoted stat ids
         self.lines: dict[str, list[int]] = {name: [] for name in LINE_COLUMNS}
         self.events: dict[str, list[int]] = {name: [] for name in EVENT_COLUMNS}
         self.stats: dict[str, list[Any]] = {name: [] for name in STAT_COLUMNS}
@@ -54,6 +67,8 @@ class _Tables:
         self.strings = bytearray()
 
     def add_plane(self, plane_row: int, plane: Any) -> None:
+        names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        self.column_of_id = dict(promoted_ids(names, self.promoted))
         for line in plane.lines:
             self.add_line(plane_row, line)
 
@@ -76,8 +91,18 @@ class _Tables:
     def add_event(self, line_row: int, event: Any) -> None:
         row = len(self.events["line"])
         first_stat = len(self.stats["event"])
+        values = [0] * len(self.promoted)
+        present = [False] * len(self.promoted)
         for stat in event.stats:
             self.add_stat(row, stat)
+            column = self.column_of_id.get(stat.metadata_id)
+            if column is not None:  # a later stat of the same name replaces an earlier one
+                is_int = self.stats["kind"][-1] in INTEGER_KINDS
+                values[column] = self.stats["int_value"][-1] if is_int else 0
+                present[column] = is_int
+        for column, (value, flag) in enumerate(zip(values, present, strict=True)):
+            self.promoted_values[column].append(value)
+            self.promoted_present[column].append(flag)
         columns = self.events
         columns["line"].append(line_row)
         columns["metadata_id"].append(event.metadata_id)
@@ -111,22 +136,35 @@ class _Tables:
         columns["str_len"].append(length)
 
 
+def _read_only(values: list[Any], dtype: type[np.generic]) -> np.ndarray:
+    """A read-only array, like the native decoder's buffers."""
+    array = np.array(values, dtype=dtype)
+    array.setflags(write=False)
+    return array
+
+
 def _arrays(columns: dict[str, list[Any]], spec: dict[str, type[np.generic]]) -> dict[str, Any]:
-    out = {}
-    for name, dtype in spec.items():
-        array = np.array(columns[name], dtype=dtype)
-        array.setflags(write=False)  # like the native decoder's buffers
-        out[name] = array
-    return out
+    return {name: _read_only(columns[name], dtype) for name, dtype in spec.items()}
 
 
-def decode_reference(data: bytes, *, planes: PlaneFilter | None = None) -> DecodedSpace:
+def _event_stat_columns(tables: _Tables) -> dict[str, EventStatColumn]:
+    return {
+        name: (_read_only(values, np.int64), _read_only(present, np.bool_))
+        for name, values, present in zip(
+            tables.promoted, tables.promoted_values, tables.promoted_present, strict=True
+        )
+    }
+
+
+def decode_reference(
+    data: bytes, *, planes: PlaneFilter | None = None, event_stats: Sequence[str] = ()
+) -> DecodedSpace:
     """Same contract as :func:`.xplane_decode.decode`; errors carry no byte offset."""
     try:
         space = xplane_proto.XSpace.FromString(data)
     except DecodeError as e:
         raise XPlaneDecodeError(f"not a valid XSpace ({e})") from None
-    tables = _Tables()
+    tables = _Tables(promoted_names(event_stats))
     kept: list[DecodedPlane] = []
     for plane in space.planes:
         if planes is not None and not planes(plane.name):
@@ -142,4 +180,5 @@ def decode_reference(data: bytes, *, planes: PlaneFilter | None = None) -> Decod
         events=_arrays(tables.events, EVENT_COLUMNS),
         stats=_arrays(tables.stats, STAT_COLUMNS),
         data=bytes(tables.strings),
+        event_stat_columns=_event_stat_columns(tables),
     )
