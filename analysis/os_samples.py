@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,7 @@ from tftrace.tracer.os_sampler import COLUMNS
 
 
 def read_thread_table(root: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads((root / rundir.OS_THREADS_TABLE).read_text())
-        return data
-    except (OSError, ValueError):
-        return None
+    return rundir.read_json_or_none(root / rundir.OS_THREADS_TABLE)
 
 
 def read_sample_columns(root: Path, missing: list[str]) -> dict[str, np.ndarray] | None:

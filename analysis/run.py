@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,14 +56,6 @@ class Run:
         return self.threads[self.threads["pool"] == pool.value]
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
-    except (OSError, ValueError):
-        return None
-
-
 def _decode(xplane: Path) -> HostTrace:
     try:
         data = xplane.read_bytes()
@@ -114,7 +105,7 @@ def load(path: Path | str, session: str | None = None) -> Run:
         missing.append(_missing_trace(manifest))
     origin = _origin(manifest, trace)
     on_disk = manifest is not None
-    identity = _read_json(root / rundir.IDENTITY) if on_disk else None
+    identity = rundir.read_json_or_none(root / rundir.IDENTITY) if on_disk else None
     table = os_samples.read_thread_table(root) if on_disk else None
     columns = os_samples.read_sample_columns(root, missing) if on_disk else None
     pyspy_events = pyspy_samples.read_pyspy(root / rundir.PYSPY_TRACE, missing) if on_disk else None

@@ -39,6 +39,10 @@ def quiet_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def tftrace_command(*args: str | Path) -> list[str]:
+    return [sys.executable, "-m", "tftrace", *map(str, args)]
+
+
 def tftrace(
     *args: str | Path,
     env: dict[str, str] | None = None,
@@ -46,7 +50,7 @@ def tftrace(
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tftrace", *map(str, args)],
+        tftrace_command(*args),
         capture_output=True,
         text=True,
         env=env or quiet_env(),

@@ -56,5 +56,5 @@ def test_truncated_trace_names_the_file(tmp_path: Path, cut: float):
     data = xplane.read_bytes()
     path = tmp_path / "cut.xplane.pb"
     path.write_bytes(data[: int(len(data) * cut)])
-    with pytest.raises(TraceError, match="cut.xplane.pb: not a valid xplane trace"):
+    with pytest.raises(TraceError, match=r"cut\.xplane\.pb: not a valid xplane trace"):
         load(path)

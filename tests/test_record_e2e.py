@@ -16,6 +16,7 @@ from conftest import (
     identity_by_tf_name,
     quiet_env,
     tftrace,
+    tftrace_command,
     trace_span_seconds,
 )
 
@@ -137,20 +138,11 @@ def test_profiler_window_delay_and_duration(record):
 def test_signal_stops_workload_and_keeps_the_trace(tmp_path: Path, signame: str):
     import signal
     import subprocess
-    import sys
     import time
 
     run = tmp_path / "run"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tftrace",
-            "record",
-            "-o",
-            str(run),
-            str(WORKLOADS / "runs_until_stopped.py"),
-        ],
+        tftrace_command("record", "-o", run, WORKLOADS / "runs_until_stopped.py"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, WORKLOADS, host_lines, quiet_env, tftrace
+from conftest import ROOT, WORKLOADS, host_lines, quiet_env, tftrace, tftrace_command
 
 pytestmark = pytest.mark.slow
 
@@ -127,17 +127,7 @@ def test_pyspy_refused_run_goes_on(tmp_path: Path):
     )
     run = tmp_path / "run"
     proc = subprocess.run(
-        [
-            _setpriv(),
-            "--bounding-set=-sys_ptrace",
-            sys.executable,
-            "-m",
-            "tftrace",
-            "record",
-            "-o",
-            str(run),
-            str(script),
-        ],
+        [_setpriv(), "--bounding-set=-sys_ptrace", *tftrace_command("record", "-o", run, script)],
         capture_output=True,
         text=True,
         env=quiet_env(),
@@ -152,47 +142,20 @@ def test_pyspy_refused_run_goes_on(tmp_path: Path):
     assert "pyspy            failed" in proc.stderr
 
 
-def test_script_invocation_matches_python(tmp_path: Path, record):
-    out = tmp_path / "seen.json"
-    cwd = tmp_path / "elsewhere"
-    cwd.mkdir()
-    done = record(
-        WORKLOADS / "show_invocation.py",
-        str(out),
-        "--flag",
-        options=("--no-tf-profiler", "--no-pyspy"),
-        cwd=cwd,
-    )
+@pytest.mark.parametrize(
+    ("target", "cwd"),
+    [((str(WORKLOADS / "show_invocation.py"),), None), (("-m", "invocation_pkg"), WORKLOADS)],
+    ids=["script", "module"],
+)
+def test_invocation_matches_python(tmp_path: Path, record, target, cwd):
+    """sys.argv, __name__, __file__, cwd and sys.path[0] as under plain python."""
+    cwd = cwd or tmp_path
+    out, plain = tmp_path / "seen.json", tmp_path / "plain.json"
+    options = ("--no-tf-profiler", "--no-pyspy")
+    done = record(*target, str(out), "--flag", options=options, cwd=cwd)
     assert done.returncode == 0, done.stderr
-    seen = json.loads(out.read_text())
-    plain = tmp_path / "plain.json"
-    subprocess.run(
-        [sys.executable, WORKLOADS / "show_invocation.py", str(plain), "--flag"],
-        cwd=cwd,
-        check=True,
-    )
-    expected = json.loads(plain.read_text())
-    expected["argv"][1] = str(out)
-    assert seen == expected
-
-
-def test_module_invocation_matches_python(tmp_path: Path, record):
-    out = tmp_path / "seen.json"
-    done = record(
-        "-m",
-        "invocation_pkg",
-        str(out),
-        "x",
-        options=("--no-tf-profiler", "--no-pyspy"),
-        cwd=WORKLOADS,
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(out.read_text())
-    plain = tmp_path / "plain.json"
-    subprocess.run(
-        [sys.executable, "-m", "invocation_pkg", str(plain), "x"], cwd=WORKLOADS, check=True
-    )
-    expected = json.loads(plain.read_text())
+    subprocess.run([sys.executable, *target, str(plain), "--flag"], cwd=cwd, check=True)
+    seen, expected = json.loads(out.read_text()), json.loads(plain.read_text())
     expected["argv"][1] = str(out)
     assert seen == expected
 

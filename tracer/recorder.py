@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import select
 import shutil
@@ -151,7 +150,7 @@ def record(options: RecordOptions) -> RecordResult:
         statuses[pyspy.name] = pyspy.stop()
     if use_sampler:
         statuses[sampler.name] = sampler.stop()
-    report = _read_json(run / rundir.WORKLOAD_REPORT)
+    report = rundir.read_json_or_none(run / rundir.WORKLOAD_REPORT)
     if report is not None and report.get("setup_error") and _nothing_recorded(run):
         shutil.rmtree(run.path, ignore_errors=True)
         raise RecordError(report["setup_error"])
@@ -238,14 +237,6 @@ def _wait(proc: subprocess.Popen[bytes], interrupts: _Interrupts, grace_s: float
                 return proc.wait()
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
-    except (OSError, ValueError):
-        return None
-
-
 def _nothing_recorded(run: RunDir) -> bool:
     return not run.xplane_files() and not (run / rundir.PYSPY_TRACE).exists()
 
@@ -266,7 +257,7 @@ def _source_from_report(report: dict[str, Any] | None, options: RecordOptions) -
 
 
 def _identity_status(run: RunDir) -> SourceStatus:
-    data = _read_json(run / rundir.IDENTITY)
+    data = rundir.read_json_or_none(run / rundir.IDENTITY)
     if data is None:
         return SourceStatus(SourceState.FAILED, "thread identity snapshot missing")
     threads = data.get("threads", [])

@@ -67,6 +67,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def read_json_or_none(path: Path) -> dict[str, Any] | None:
+    """A JSON object written by the recorder, or None if it is absent or damaged."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_manifest(path: Path) -> dict[str, Any]:
     with open(path / MANIFEST) as f:
         data: dict[str, Any] = json.load(f)
