@@ -168,6 +168,24 @@ def cmd_threads(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_analyze(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.errors import TraceError
+    from tftrace.analysis.run import load
+    from tftrace.analysis.summary_report import analyze, render
+
+    try:
+        analysis = analyze(load(ns.run, session=ns.session))
+    except TraceError as e:
+        raise CliError(str(e)) from None
+    if ns.json:
+        import json
+
+        print(json.dumps(analysis.to_json(), indent=2))
+    else:
+        render(analysis)
+    return 0
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
         prog="tftrace", description="Profile and explain TensorFlow's CPU thread pools."
@@ -181,6 +199,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
     p.add_argument("--session", help="the profile session to load (default: the newest)")
     p.add_argument("--json", action="store_true", help="print the table as JSON records")
+    p = sub.add_parser("analyze", help="pools, concurrency, queue delay and CPU truth of a run")
+    p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
+    p.add_argument("--session", help="the profile session to load (default: the newest)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser, record_parser
 
 
@@ -195,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_summary(ns)
         if ns.command == "threads":
             return cmd_threads(ns)
+        if ns.command == "analyze":
+            return cmd_analyze(ns)
         parser.print_help()
         return USAGE_ERROR
     except CliError as e:

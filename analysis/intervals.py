@@ -1,0 +1,71 @@
+"""Interval arithmetic on int64 ns arrays: unions, concurrency step functions, integrals.
+
+The building block of every "how many threads were busy" figure. A set of intervals
+becomes a step function c(t) (how many are open at t); integrating it exactly gives
+busy time, the time spent at each level, and averages over any bins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge overlapping or touching intervals of ONE thread into disjoint ones, sorted."""
+    if len(start) == 0:
+        return start.astype(np.int64), end.astype(np.int64)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    # A new run starts where an interval begins after everything before it has ended.
+    new = np.r_[True, s[1:] > reach[:-1]]
+    run = np.cumsum(new) - 1
+    run_end = np.full(int(run[-1]) + 1, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(run_end, run, e)
+    return s[new].astype(np.int64), run_end
+
+
+def clip(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    s, e = np.maximum(start, lo), np.minimum(end, hi)
+    keep = e > s
+    return s[keep], e[keep]
+
+
+@dataclass(frozen=True)
+class StepFunction:
+    """c(t) = value[i] for times[i] <= t < times[i + 1], over [times[0], times[-1]]."""
+
+    times: np.ndarray  # int64, increasing, len n + 1
+    values: np.ndarray  # int64, len n
+
+    def integral_at(self, t: np.ndarray) -> np.ndarray:
+        """∫ c from times[0] to each t (exact: c is piecewise constant)."""
+        cumulative = np.r_[0, np.cumsum(np.diff(self.times) * self.values)].astype(np.float64)
+        return np.interp(t, self.times, cumulative)
+
+    def time_at_level(self, levels: int) -> np.ndarray:
+        """ns spent at each level 0..levels-1 (higher levels folded into the last)."""
+        widths = np.diff(self.times)
+        return np.bincount(np.minimum(self.values, levels - 1), weights=widths, minlength=levels)
+
+
+def concurrency(starts: list[np.ndarray], ends: list[np.ndarray], lo: int, hi: int) -> StepFunction:
+    """How many of the given threads are busy at each moment of [lo, hi].
+
+    One (start, end) pair of arrays per thread; each thread's own intervals are merged
+    first, so a thread counts once however its events nest.
+    """
+    edges_t, edges_d = [np.array([lo, hi], dtype=np.int64)], [np.zeros(2, dtype=np.int64)]
+    for s, e in zip(starts, ends, strict=True):
+        s, e = union(*clip(s, e, lo, hi))
+        edges_t += [s, e]
+        edges_d += [np.ones(len(s), dtype=np.int64), -np.ones(len(e), dtype=np.int64)]
+    t = np.concatenate(edges_t)
+    d = np.concatenate(edges_d)
+    order = np.argsort(t, kind="stable")
+    t, d = t[order], d[order]
+    times, first = np.unique(t, return_index=True)
+    level = np.cumsum(np.add.reduceat(d, first)) if len(first) else np.zeros(0, dtype=np.int64)
+    return StepFunction(times, level[:-1].astype(np.int64))

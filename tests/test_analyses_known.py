@@ -1,0 +1,83 @@
+"""Analyses against known answers: workloads whose parallelism is set by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import WORKLOADS, quiet_env
+from tftrace.analysis.concurrency import pool_concurrency
+from tftrace.analysis.cpu_time import thread_cpu
+from tftrace.analysis.pools import Pool
+from tftrace.analysis.queue_delay import queue_delays
+from tftrace.analysis.run import Run, load
+
+pytestmark = pytest.mark.slow
+
+
+def recorded(record, workload: str, intra: int, inter: int) -> Run:
+    env = quiet_env(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
+    done = record(WORKLOADS / workload, env=env, options=("--no-pyspy",))
+    assert done.returncode == 0, done.stderr
+    return load(done.run)
+
+
+def op_window(run: Run, name_part: str) -> tuple[int, int]:
+    """From the first to the last event whose name contains ``name_part`` (the measured ops)."""
+    ev = run.events
+    ops = ev[ev["name"].astype(str).str.contains(name_part, regex=False)]
+    ops = ops[(ops["end_ns"] - ops["start_ns"]) > 5_000_000]  # the big products, not warm-up
+    return int(ops["start_ns"].min()), int(ops["end_ns"].max())
+
+
+@pytest.mark.parametrize("intra", [1, 2])
+def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
+    run = recorded(record, "eager_big_matmul.py", intra=intra, inter=2)
+    window = op_window(run, "EagerLocalExecute: MatMul")
+    eigen = pool_concurrency(run, Pool.INTRA_OP, window)
+    main = pool_concurrency(run, Pool.PYTHON_MAIN, window)
+    cpu = thread_cpu(run, window)
+    if intra == 1:
+        # One Eigen thread exists but never runs: the product runs inline on the caller.
+        assert eigen.threads == 1 and eigen.busy_thread_ns == 0
+        assert main.mean == pytest.approx(1.0, abs=0.1)
+        caller = cpu[cpu["pool"] == Pool.PYTHON_MAIN.value]
+        assert caller["cpu_ns"].sum() == pytest.approx(window[1] - window[0], rel=0.1)
+    else:
+        assert eigen.mean == pytest.approx(2.0, rel=0.1)
+        workers = cpu[cpu["pool"] == Pool.INTRA_OP.value]
+        # The kernel's count of the workers' CPU time agrees with the trace's busy time.
+        assert workers["cpu_ns"].sum() == pytest.approx(workers["busy_ns"].sum(), rel=0.1)
+
+
+@pytest.mark.parametrize("inter", [1, 2])
+def test_independent_branches_inter_op_concurrency(record, inter: int):
+    run = recorded(record, "two_big_branches.py", intra=1, inter=inter)
+    window = op_window(run, ":_MklMatMul")
+    compute = pool_concurrency(run, Pool.INTER_OP, window)
+    if inter == 2:
+        assert compute.mean >= 1.8 and compute.peak == 2
+    else:
+        assert compute.peak == 1 and compute.mean == pytest.approx(1.0, abs=0.1)
+        # The second product waits in the queue for as long as the first one runs.
+        q = queue_delays(run)
+        q = q[(q["pool"] == Pool.INTER_OP.value) & (q["end_ns"] - q["start_ns"] > 5_000_000)]
+        waited = q[q["queue_ns"] > 1_000_000]
+        assert len(waited) >= 3
+        runs_before = q.sort_values("start_ns")
+        for row in waited.itertuples():
+            previous = runs_before[runs_before["end_ns"] <= row.start_ns].iloc[-1]
+            length = previous["end_ns"] - previous["start_ns"]
+            assert row.queue_ns == pytest.approx(length, rel=0.1)
+
+
+def test_more_eigen_threads_than_cores_wait_for_a_core(record):
+    cores = len(__import__("os").sched_getaffinity(0))
+    run = recorded(record, "eager_big_matmul.py", intra=2 * cores, inter=1)
+    window = op_window(run, "EagerLocalExecute: MatMul")
+    cpu = thread_cpu(run, window)
+    workers = cpu[cpu["pool"] == Pool.INTRA_OP.value]
+    assert len(workers) == 2 * cores
+    # Twice as many busy workers as cores: each runnable about half the time it is busy.
+    assert workers["wait_ns"].sum() > 0.3 * workers["cpu_ns"].sum()
+    assert np.isfinite(workers["wait_ns"]).all()
