@@ -13,11 +13,14 @@ from typing import Any
 
 import pandas as pd
 
+from .breakdown import breakdown
 from .busy import trace_window
 from .concurrency import pools_table
 from .cpu_time import pool_cpu
+from .ops import top_op_types
 from .queue_delay import queue_delay_stats
 from .run import Run
+from .steps import Steps, find_steps
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Analysis:
     pools: pd.DataFrame
     queue_delay: pd.DataFrame
     cpu: pd.DataFrame
+    top_ops: pd.DataFrame
+    breakdown: pd.DataFrame
+    steps: Steps
 
     def to_json(self) -> dict[str, Any]:
         def records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -41,6 +47,13 @@ class Analysis:
             "pools": records(self.pools),
             "queue_delay": records(self.queue_delay),
             "cpu": records(self.cpu),
+            "top_ops": records(self.top_ops),
+            "breakdown": records(self.breakdown),
+            "steps": {
+                "source": self.steps.source,
+                **self.steps.stats(),
+                "table": records(self.steps.table),
+            },
             "missing": self.run.missing,
         }
 
@@ -48,7 +61,14 @@ class Analysis:
 def analyze(run: Run) -> Analysis:
     window = trace_window(run)
     return Analysis(
-        run, window, pools_table(run, window), queue_delay_stats(run), pool_cpu(run, window)
+        run,
+        window,
+        pools_table(run, window),
+        queue_delay_stats(run),
+        pool_cpu(run, window),
+        top_op_types(run),
+        breakdown(run, window),
+        find_steps(run),
     )
 
 
@@ -118,5 +138,49 @@ def render(analysis: Analysis) -> None:
             _fmt(r.wait_s, ".3f"),
         )
     console.print(cpu)
+    console.print(_breakdown_table(analysis))
+    console.print(_ops_table(analysis))
+    stats = analysis.steps.stats()
+    if stats["steps"]:
+        console.print(
+            f"steps: {stats['steps']} ({analysis.steps.source}), mean {stats['mean_ms']:.2f} ms, "
+            f"sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
+            f"min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f} ms",
+            markup=False,
+            highlight=False,
+        )
     for line in analysis.run.missing:
         console.print(f"missing: {line}", markup=False, highlight=False)
+
+
+def _breakdown_table(analysis: Analysis) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title="where the wall time went (see docs for each category)", title_justify="left"
+    )
+    table.add_column("category")
+    table.add_column("ms", justify="right")
+    table.add_column("share", justify="right")
+    for r in analysis.breakdown.itertuples():
+        table.add_row(r.category, f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
+    return table
+
+
+def _ops_table(analysis: Analysis) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title="top op types by time (parallelism = Eigen workers busy for it)", title_justify="left"
+    )
+    for column in ("op type", "count", "total ms", "mean us", "parallelism"):
+        table.add_column(column, justify="left" if column == "op type" else "right")
+    for r in analysis.top_ops.itertuples():
+        table.add_row(
+            str(r.op_type)[:40],
+            str(r.count),
+            f"{r.total_ms:.2f}",
+            f"{r.mean_us:.1f}",
+            _fmt(r.parallelism),
+        )
+    return table
