@@ -15,7 +15,9 @@
  * from the stats table into per-event columns afterwards costs, in numpy, about as much as this
  * whole pass. So `decode()` can also fill per-event columns for chosen stats as it goes
  * ("promoted" stats): the caller gives, per plane, the stat metadata ids that map to each
- * column, and each event gets the integer value of its last stat with such an id.
+ * column, and each event gets the integer value of its last stat with such an id. A caller
+ * that needs no other stat can also skip the stats table, the largest output (~45 bytes per
+ * stat, memory that costs more to fault in than the pass spends decoding it).
  *
  * Input is untrusted: every varint, length and nested length is checked against the end of
  * its enclosing message; unknown fields are skipped by wire type; groups, invalid wire types
@@ -382,6 +384,7 @@ typedef struct {
     Py_ssize_t k;
     const PromoKey *keys; /* the current plane's, strictly increasing ids */
     Py_ssize_t nkeys;
+    int keep_stats; /* 0: stats are parsed (and checked) but not stored; n_stats is then 0 */
 } Tables;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -609,7 +612,8 @@ static int parse_event(Ctx *c, Tables *t, const uint8_t *p, const uint8_t *end, 
             const uint8_t *body_end = NULL;
             Stat s;
             if (read_len(c, &p, end, "XEvent.stats", &body_end) ||
-                parse_stat(c, p, body_end, &s) || append_stat(c, t, event_row, &s)) {
+                parse_stat(c, p, body_end, &s) ||
+                (t->keep_stats && append_stat(c, t, event_row, &s))) {
                 return -1;
             }
             if (t->nkeys) {
@@ -816,18 +820,19 @@ static int decode_plane(Ctx *c, Tables *t, const uint8_t *p, const uint8_t *end,
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Column: a read-only buffer that owns its memory                                             */
+/* Column: a buffer that owns its memory                                                      */
 
 typedef struct {
     PyObject_HEAD
     char *buf;
     Py_ssize_t len;
+    int readonly; /* 0 only for promoted stats: their consumer may adopt them without a copy */
 } ColumnObject;
 
 static int column_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     ColumnObject *col = (ColumnObject *)self;
-    return PyBuffer_FillInfo(view, self, col->buf, col->len, 1, flags);
+    return PyBuffer_FillInfo(view, self, col->buf, col->len, col->readonly, flags);
 }
 
 static void column_dealloc(PyObject *self)
@@ -851,12 +856,13 @@ static PyTypeObject ColumnType = {
     .tp_repr = column_repr,
     .tp_as_buffer = &column_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One decoded column: a read-only buffer (wrap it with numpy.frombuffer).",
+    .tp_doc = "One decoded column: a buffer, read-only but for promoted stats (wrap it with "
+              "numpy.frombuffer).",
 };
 
 /* Moves column k's buffer, trimmed to the rows used, into a new Column; NULL (with an
  * exception set) when out of memory. The table no longer owns the buffer either way. */
-static PyObject *take_column(Table *t, int k)
+static PyObject *take_column(Table *t, int k, int readonly)
 {
     size_t size = (size_t)t->n * (size_t)t->spec[k].size;
     char *buf = t->col[k];
@@ -877,6 +883,7 @@ static PyObject *take_column(Table *t, int k)
     }
     col->buf = buf;
     col->len = (Py_ssize_t)size;
+    col->readonly = readonly;
     return (PyObject *)col;
 }
 
@@ -885,7 +892,7 @@ static PyObject *table_to_dict(Table *t)
 {
     PyObject *d = PyDict_New();
     for (int k = 0; k < t->ncols && d != NULL; k++) {
-        PyObject *col = take_column(t, k);
+        PyObject *col = take_column(t, k, 1);
         if (col == NULL || PyDict_SetItemString(d, t->spec[k].name, col) < 0) {
             Py_CLEAR(d);
         }
@@ -895,13 +902,14 @@ static PyObject *table_to_dict(Table *t)
     return d;
 }
 
-/* The promoted table as a list of k (values, present) Column pairs; left empty either way. */
+/* The promoted table as a list of k (values, present) Column pairs, writable; left empty
+ * either way. */
 static PyObject *promo_to_list(Tables *t)
 {
     PyObject *list = PyList_New(t->k);
     for (Py_ssize_t j = 0; j < t->k && list != NULL; j++) {
-        PyObject *values = take_column(&t->promo, (int)j);
-        PyObject *present = values ? take_column(&t->promo, (int)(t->k + j)) : NULL;
+        PyObject *values = take_column(&t->promo, (int)j, 0);
+        PyObject *present = values ? take_column(&t->promo, (int)(t->k + j), 0) : NULL;
         PyObject *pair = present ? PyTuple_Pack(2, values, present) : NULL;
         Py_XDECREF(values);
         Py_XDECREF(present);
@@ -1219,10 +1227,11 @@ static void tables_free(Tables *t)
 }
 
 /* Empty tables with k promoted stats; -1 with MemoryError set. */
-static int tables_init(Tables *t, Py_ssize_t k)
+static int tables_init(Tables *t, Py_ssize_t k, int keep_stats)
 {
     memset(t, 0, sizeof *t);
     t->k = k;
+    t->keep_stats = keep_stats;
     t->promo_spec = PyMem_RawMalloc(sizeof(ColSpec) * (size_t)(k ? 2 * k : 1));
     if (t->promo_spec != NULL) {
         for (Py_ssize_t j = 0; j < k; j++) {
@@ -1272,14 +1281,16 @@ static PyObject *tables_result(Tables *t)
 }
 
 PyDoc_STRVAR(decode_doc,
-             "decode(data, planes, k=0, keys=None) -> (lines, events, stats, promoted)\n\n"
+             "decode(data, planes, k=0, keys=None, stats=True)\n"
+             "    -> (lines, events, stats, promoted)\n\n"
              "Decodes the lines, events and stats of the XPlane messages at the given\n"
              "(start, end) byte spans of data (as returned by scan()). lines, events and\n"
              "stats are dicts {column name: Column}; lines[\"plane\"] is the position in\n"
-             "`planes`. promoted lists k (values, present) Column pairs, one row per event\n"
-             "(int64 and bool): keys[i] lists the (stat metadata id, column) pairs of plane\n"
-             "i, ids strictly increasing, and an event's column holds the integer value of\n"
-             "its last stat with such an id (absent when that stat has no integer value).");
+             "`planes`. promoted lists k writable (values, present) Column pairs, int64 and\n"
+             "bool, one row per event: keys[i] lists the (stat metadata id, column) pairs of\n"
+             "plane i, ids strictly increasing, and an event's column holds the integer\n"
+             "value of its last stat with such an id (absent if that one is not an integer).\n"
+             "With stats false, stats are checked and promoted but not stored (no rows).");
 
 static PyObject *wire_decode(PyObject *module, PyObject *args)
 {
@@ -1287,7 +1298,9 @@ static PyObject *wire_decode(PyObject *module, PyObject *args)
     Py_buffer view;
     PyObject *spans_obj, *keys_obj = Py_None;
     Py_ssize_t k = 0;
-    if (!PyArg_ParseTuple(args, "y*O|nO:decode", &view, &spans_obj, &k, &keys_obj)) {
+    int keep_stats = 1;
+    if (!PyArg_ParseTuple(args, "y*O|nOp:decode", &view, &spans_obj, &k, &keys_obj,
+                          &keep_stats)) {
         return NULL;
     }
     if (k < 0 || k > MAX_PROMOTED) {
@@ -1298,7 +1311,8 @@ static PyObject *wire_decode(PyObject *module, PyObject *args)
     PlaneKeys pk = {NULL, NULL};
     Tables t;
     Py_ssize_t *spans = read_spans(spans_obj, view.len, &nspans);
-    if (spans == NULL || read_keys(keys_obj, nspans, k, &pk) < 0 || tables_init(&t, k) < 0) {
+    if (spans == NULL || read_keys(keys_obj, nspans, k, &pk) < 0 ||
+        tables_init(&t, k, keep_stats) < 0) {
         plane_keys_free(&pk);
         PyMem_Free(spans);
         PyBuffer_Release(&view);

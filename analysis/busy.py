@@ -1,9 +1,11 @@
 """When is a thread busy, by the trace: the definition every concurrency figure uses.
 
 - A thread-pool worker (inter-op, intra-op, tf.data, other TF threads) is busy while it
-  runs a closure (a region between StartRegion and StopRegion) or an op or input-pipeline
-  event: "owning work". This is not on-CPU time: a ``tf_Compute`` thread that hands a
-  MatMul to the Eigen pool and waits is busy; the OS sampler tells the two apart.
+  runs a closure (a region between StartRegion and StopRegion) or an op: "owning work".
+  Input-pipeline events (``PrefetchProduce``, ``Iterator::...``) are not: a prefetch
+  thread sits inside them while it waits for the stage below. This is not on-CPU time:
+  a ``tf_Compute`` thread that hands a MatMul to the Eigen pool and waits is busy; the
+  OS sampler tells the two apart.
 - A Python thread is busy while it is inside TensorFlow: an op it runs inline, an eager
   or tf.function call, or input-pipeline work. Python code around those calls is not busy
   by the trace (py-spy and the OS sampler see it).
@@ -19,7 +21,7 @@ from .pools import Pool
 from .run import Run
 
 PYTHON_POOLS = (Pool.PYTHON_MAIN, Pool.PYTHON_OTHER)
-WORKER_KINDS = (EventKind.OP, EventKind.DATA)
+WORKER_KINDS = (EventKind.OP,)
 PYTHON_KINDS = (EventKind.OP, EventKind.CALL, EventKind.DATA)
 
 

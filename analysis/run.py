@@ -64,7 +64,10 @@ def _decode(xplane: Path) -> HostTrace:
     if not data:
         raise TraceError(f"{xplane}: empty file")
     try:
-        space = decode(data, planes=wanted_plane, event_stats=tuple(FLOW_STATS.values()))
+        # Only the flow ids are read from event stats: promoted, and no stats table at all.
+        space = decode(
+            data, planes=wanted_plane, event_stats=tuple(FLOW_STATS.values()), stats=False
+        )
     except XPlaneDecodeError as e:
         raise TraceError(f"{xplane}: not a valid xplane trace ({e})") from None
     return host_trace(space, str(xplane))

@@ -27,7 +27,15 @@ row. The stats every analysis reads (the flow ids) are promoted this way inside 
 because scattering them out of the ``stats`` table afterwards, even vectorised, costs about as
 much as the pass itself. An event's value is its last stat with that name (protobuf's "last
 one wins"); only integer kinds (int64, uint64 bit-cast, ref ids) count: any other value, or
-none, leaves ``present`` False and the value 0.
+none, leaves ``present`` False and the value 0. Unlike the other tables these arrays are
+writable and handed over: their consumer may adopt them as its own columns without a copy
+(``load()`` gives the flow ids to pandas this way; a copy of each would cost as much again).
+
+``decode(stats=False)`` leaves the ``stats`` table empty (``first_stat`` and ``n_stats`` 0) for
+callers that read event stats only through promoted columns, as ``load()`` does: stats are
+still parsed, checked and promoted, just not stored. At ~45 bytes a row it is the largest
+table (140 MB for a 2 M-event trace), and filling fresh memory costs more than decoding what
+goes into it.
 """
 
 from __future__ import annotations
@@ -247,7 +255,7 @@ def promoted_ids(stat_metadata: dict[int, str], names: list[str]) -> list[tuple[
 
 
 def _decode_native(
-    wire: ModuleType, data: bytes, planes: PlaneFilter | None, names: list[str]
+    wire: ModuleType, data: bytes, planes: PlaneFilter | None, names: list[str], stats: bool
 ) -> DecodedSpace:
     view = memoryview(data)
     try:
@@ -263,8 +271,8 @@ def _decode_native(
     space = _parse_ranges(xplane_proto.XSpace, view, rest, "XSpace")
     keys = [promoted_ids(plane.stat_metadata, names) for plane, _ in selected]
     try:
-        lines, events, stats, promoted = wire.decode(
-            data, [span for _, span in selected], len(names), keys
+        lines, events, stat_rows, promoted = wire.decode(
+            data, [span for _, span in selected], len(names), keys, stats
         )
     except wire.WireError as e:
         raise XPlaneDecodeError(*e.args) from None
@@ -277,7 +285,7 @@ def _decode_native(
         line_names=line_names,
         line_display_names=display_names,
         events=_columns(events, EVENT_COLUMNS),
-        stats=_columns(stats, STAT_COLUMNS),
+        stats=_columns(stat_rows, STAT_COLUMNS),
         data=data,
         event_stat_columns={
             name: (np.frombuffer(values, dtype=np.int64), np.frombuffer(present, dtype=np.bool_))
@@ -301,12 +309,14 @@ def decode(
     *,
     planes: PlaneFilter | None = None,
     event_stats: Sequence[str] = (),
+    stats: bool = True,
     prefer_native: bool = True,
 ) -> DecodedSpace:
     """Decode an XSpace; ``planes`` (a predicate on plane names) picks the planes to keep.
 
     ``event_stats`` names stats (by their stat metadata name, in every kept plane) to promote
-    into per-event columns, ``DecodedSpace.event_stat_columns`` (see the module docstring).
+    into per-event columns, ``DecodedSpace.event_stat_columns``; ``stats=False`` skips the
+    stats table (see the module docstring for both).
 
     Uses the C extension when it is built and ``prefer_native``, the pure-Python reference
     decoder otherwise. Both give the same tables and values; only ``data`` differs (the C path
@@ -319,10 +329,10 @@ def decode(
         data = bytes(data)
     names = promoted_names(event_stats)
     if prefer_native and _wire is not None:
-        return _decode_native(_wire, data, planes, names)
+        return _decode_native(_wire, data, planes, names, stats)
     from .xplane_reference import decode_reference
 
-    return decode_reference(data, planes=planes, event_stats=names)
+    return decode_reference(data, planes=planes, event_stats=names, stats=stats)
 
 
 __all__ = [

@@ -9,9 +9,9 @@ One difference is unavoidable: protobuf messages do not say where in the input a
 from, so string and bytes stat values are copied into a new buffer and ``data`` is that buffer
 (``str_start`` points into it). Compare values with ``DecodedSpace.stat_bytes``, not offsets.
 
-Promoted event stats (``event_stats``) are filled from each event's stats after they are
-appended, by looking their metadata id up in the plane's map: the same rule as the C pass (last
-stat wins, integer kinds only), by a different route.
+Promoted event stats (``event_stats``) are filled as each event's stats are read, by looking
+their metadata id up in the plane's map: the same rule as the C pass (last stat wins, integer
+kinds only), by a different route.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ _TWO_64 = 1 << 64
 class _Tables:
     """Python lists per column, turned into numpy arrays once at the end."""
 
-    def __init__(self, promoted: list[str]) -> None:
+    def __init__(self, promoted: list[str], keep_stats: bool) -> None:
+        self.keep_stats = keep_stats  # False: the stats table stays empty
         self.promoted = promoted  # names of the event stat columns
         self.promoted_values: list[list[int]] = [[] for _ in promoted]
         self.promoted_present: list[list[bool]] = [[] for _ in promoted]
@@ -94,12 +95,13 @@ class _Tables:
         values = [0] * len(self.promoted)
         present = [False] * len(self.promoted)
         for stat in event.stats:
-            self.add_stat(row, stat)
+            if self.keep_stats:
+                self.add_stat(row, stat)
             column = self.column_of_id.get(stat.metadata_id)
             if column is not None:  # a later stat of the same name replaces an earlier one
-                is_int = self.stats["kind"][-1] in INTEGER_KINDS
-                values[column] = self.stats["int_value"][-1] if is_int else 0
-                present[column] = is_int
+                kind, int_value = _kind_and_int(stat)
+                present[column] = kind in INTEGER_KINDS
+                values[column] = int_value
         for column, (value, flag) in enumerate(zip(values, present, strict=True)):
             self.promoted_values[column].append(value)
             self.promoted_present[column].append(flag)
@@ -113,19 +115,14 @@ class _Tables:
         columns["n_stats"].append(len(self.stats["event"]) - first_stat)
 
     def add_stat(self, event_row: int, stat: Any) -> None:
-        field = stat.WhichOneof("value")
-        kind = _KIND_OF_FIELD[field]
-        int_value, double_value, start, length = 0, 0.0, 0, 0
+        kind, int_value = _kind_and_int(stat)
+        double_value, start, length = 0.0, 0, 0
         if kind is StatKind.DOUBLE:
             double_value = stat.double_value
         elif kind in (StatKind.STR, StatKind.BYTES):
             raw = stat.str_value.encode() if kind is StatKind.STR else stat.bytes_value
             start, length = len(self.strings), len(raw)
             self.strings += raw
-        elif kind is not StatKind.UNSET:
-            int_value = getattr(stat, field)
-            if int_value >= 1 << 63:  # uint64 and ref values, bit-cast to int64
-                int_value -= _TWO_64
         columns = self.stats
         columns["event"].append(event_row)
         columns["metadata_id"].append(stat.metadata_id)
@@ -134,6 +131,16 @@ class _Tables:
         columns["double_value"].append(double_value)
         columns["str_start"].append(start)
         columns["str_len"].append(length)
+
+
+def _kind_and_int(stat: Any) -> tuple[StatKind, int]:
+    """Which value an XStat holds, and that value if it is an integer kind (else 0)."""
+    field = stat.WhichOneof("value")
+    kind = _KIND_OF_FIELD[field]
+    if kind not in INTEGER_KINDS:
+        return kind, 0
+    value: int = getattr(stat, field)
+    return kind, value - _TWO_64 if value >= 1 << 63 else value  # uint64 and refs, bit-cast
 
 
 def _read_only(values: list[Any], dtype: type[np.generic]) -> np.ndarray:
@@ -149,7 +156,7 @@ def _arrays(columns: dict[str, list[Any]], spec: dict[str, type[np.generic]]) ->
 
 def _event_stat_columns(tables: _Tables) -> dict[str, EventStatColumn]:
     return {
-        name: (_read_only(values, np.int64), _read_only(present, np.bool_))
+        name: (np.array(values, dtype=np.int64), np.array(present, dtype=np.bool_))
         for name, values, present in zip(
             tables.promoted, tables.promoted_values, tables.promoted_present, strict=True
         )
@@ -157,14 +164,18 @@ def _event_stat_columns(tables: _Tables) -> dict[str, EventStatColumn]:
 
 
 def decode_reference(
-    data: bytes, *, planes: PlaneFilter | None = None, event_stats: Sequence[str] = ()
+    data: bytes,
+    *,
+    planes: PlaneFilter | None = None,
+    event_stats: Sequence[str] = (),
+    stats: bool = True,
 ) -> DecodedSpace:
     """Same contract as :func:`.xplane_decode.decode`; errors carry no byte offset."""
     try:
         space = xplane_proto.XSpace.FromString(data)
     except DecodeError as e:
         raise XPlaneDecodeError(f"not a valid XSpace ({e})") from None
-    tables = _Tables(promoted_names(event_stats))
+    tables = _Tables(promoted_names(event_stats), stats)
     kept: list[DecodedPlane] = []
     for plane in space.planes:
         if planes is not None and not planes(plane.name):

@@ -6,9 +6,8 @@ Run it from the repository root with the project's virtualenv:
     .venv/bin/python benchmarks/xplane_decode_speed.py --trace DIR     # trace cache directory
     .venv/bin/python benchmarks/xplane_decode_speed.py --quick         # smoke run: small trace
 
-The trace: a tf.function summing 20 independent 64x64 matmuls, run ``--steps`` times under the
-TF profiler. With TF 2.21 on 2 cores one step writes ~115 host events (3 KB), so the default
-17500 steps give about 2 M events and 55 MB (~30 s to record). The trace is written once into
+The trace (see ``large_trace.py``): a tf.function of 20 matmuls run ``--steps`` times under the
+TF profiler; the default 17500 steps give about 2 M events and 55 MB. It is recorded once into
 the ``--trace`` directory and reused while a ``*.xplane.pb`` is there.
 
 Measured, each in a fresh interpreter so that peak memory belongs to that one method:
@@ -30,33 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-WORKLOAD = """
-import sys
-import tensorflow as tf
-
-logdir, steps = sys.argv[1], int(sys.argv[2])
-weights = [tf.random.normal((64, 64)) for _ in range(20)]
-
-@tf.function
-def step(x):
-    return tf.add_n([tf.matmul(x, w) for w in weights])
-
-x = tf.random.normal((64, 64))
-step(x).numpy()  # trace the function before the profiler starts
-tf.profiler.experimental.start(logdir)
-for _ in range(steps):
-    y = step(x)
-y.numpy()
-tf.profiler.experimental.stop()
-"""
+from large_trace import DEFAULT_STEPS, QUICK_STEPS, cached_trace, default_cache, quiet_env
 
 # Runs in a fresh interpreter: argv = method, trace path, repeats. Prints one JSON line.
 MEASURE = r"""
@@ -104,31 +82,6 @@ METHODS = {
 }
 
 
-def quiet_env() -> dict[str, str]:
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-
-
-def find_trace(directory: Path) -> Path | None:
-    found = sorted(directory.glob("**/*.xplane.pb"))
-    return found[-1] if found else None
-
-
-def generate(directory: Path, steps: int) -> Path:
-    """Runs the workload under the TF profiler into ``directory`` (a TensorBoard log dir)."""
-    print(f"generating a trace of {steps} steps into {directory} ...", flush=True)
-    t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", WORKLOAD, str(directory), str(steps)],
-        check=True,
-        env=quiet_env(),
-    )
-    trace = find_trace(directory)
-    if trace is None:
-        raise SystemExit(f"the workload wrote no *.xplane.pb under {directory}")
-    print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
-    return trace
-
-
 def measure(method: str, trace: Path, repeats: int) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", MEASURE, method, str(trace), str(repeats)],
@@ -168,19 +121,17 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_dir = Path(tempfile.gettempdir()) / "tftrace-xplane-bench"
-    parser.add_argument("--trace", type=Path, default=None, help=f"cache dir ({default_dir})")
-    parser.add_argument("--steps", type=int, default=17500)
+    parser.add_argument(
+        "--trace", type=Path, default=None, help=f"cache dir ({default_cache()}) or .xplane.pb"
+    )
+    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="300 steps, 1 repeat")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps, 1 repeat")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.repeats = 300, 1
-        default_dir = default_dir.with_name(default_dir.name + "-quick")
-    directory = args.trace or default_dir
-    directory.mkdir(parents=True, exist_ok=True)
-    trace = find_trace(directory) or generate(directory, args.steps)
+        args.steps, args.repeats = QUICK_STEPS, 1
+    trace = cached_trace(args.trace, args.steps, args.quick)
     events, stats = count_events(trace)
     size_mb = trace.stat().st_size / 1e6
     print(f"trace {trace}: {size_mb:.1f} MB, {events:,} events, {stats:,} stats")

@@ -25,24 +25,26 @@ def recorded(record, workload: str, intra: int, inter: int) -> Run:
     return load(done.run)
 
 
-def op_window(run: Run, name_part: str) -> tuple[int, int]:
-    """From the first to the last event whose name contains ``name_part`` (the measured ops)."""
+def op_window(run: Run, name_part: str, measured: int) -> tuple[int, int]:
+    """From the first to the last of the ``measured`` last events whose name holds
+    ``name_part``: the measured ops, after the warm-up (whose first call may be slow)."""
     ev = run.events
     ops = ev[ev["name"].astype(str).str.contains(name_part, regex=False)]
-    ops = ops[(ops["end_ns"] - ops["start_ns"]) > 30_000_000]  # the big products, not warm-up
+    ops = ops.sort_values("start_ns").tail(measured)
     return int(ops["start_ns"].min()), int(ops["end_ns"].max())
 
 
 @pytest.mark.parametrize("intra", [1, 2])
 def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
     run = recorded(record, "eager_big_matmul.py", intra=intra, inter=2)
-    window = op_window(run, "EagerLocalExecute: MatMul")
+    window = op_window(run, "EagerLocalExecute: MatMul", measured=3)
     eigen = pool_concurrency(run, Pool.INTRA_OP, window)
     main = pool_concurrency(run, Pool.PYTHON_MAIN, window)
     cpu = thread_cpu(run, window)
     ops = op_table(run)
-    products = ops[(ops["op_type"] == "MatMul") & (ops["duration_ns"] > 30_000_000)]
-    assert len(products) == 3
+    products = ops[ops["op_type"] == "MatMul"].sort_values("start_ns")
+    assert len(products) == 4  # the warm-up and the three measured products
+    products = products.tail(3)
     if intra == 1:
         assert (products["parallelism"] == 0).all()  # reported as inline: no worker helped
         # One Eigen thread exists but never runs: the product runs inline on the caller.
@@ -66,12 +68,13 @@ def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
 @pytest.mark.parametrize("inter", [1, 2])
 def test_independent_branches_inter_op_concurrency(record, inter: int):
     run = recorded(record, "two_big_branches.py", intra=1, inter=inter)
-    window = op_window(run, ":_MklMatMul")
+    window = op_window(run, ":_MklMatMul", measured=6)  # two per measured call
     compute = pool_concurrency(run, Pool.INTER_OP, window)
     if inter == 2:
         assert compute.mean >= 1.8 and compute.peak == 2
     else:
-        assert compute.peak == 1 and compute.mean == pytest.approx(1.0, abs=0.1)
+        # Never two at once; the gaps are the main thread dispatching the next call.
+        assert compute.peak == 1 and 0.5 < compute.mean <= 1.0
         # The second product waits in the queue for as long as the first one runs.
         q = queue_delays(run)
         q = q[(q["pool"] == Pool.INTER_OP.value) & (q["end_ns"] - q["start_ns"] > 5_000_000)]
@@ -87,7 +90,7 @@ def test_independent_branches_inter_op_concurrency(record, inter: int):
 def test_more_eigen_threads_than_cores_wait_for_a_core(record):
     cores = len(__import__("os").sched_getaffinity(0))
     run = recorded(record, "eager_big_matmul.py", intra=2 * cores, inter=1)
-    window = op_window(run, "EagerLocalExecute: MatMul")
+    window = op_window(run, "EagerLocalExecute: MatMul", measured=3)
     cpu = thread_cpu(run, window)
     workers = cpu[cpu["pool"] == Pool.INTRA_OP.value]
     assert len(workers) == 2 * cores

@@ -20,6 +20,7 @@ from conftest import quiet_env
 from tftrace.analysis import xplane_proto as xp
 from tftrace.analysis.xplane_decode import (
     EVENT_COLUMNS,
+    INTEGER_KINDS,
     LINE_COLUMNS,
     STAT_COLUMNS,
     DecodedSpace,
@@ -72,12 +73,69 @@ def differences(a: DecodedSpace, b: DecodedSpace) -> list[str]:
             elif column != "str_start" and u.tobytes() != v.tobytes():
                 rows = np.flatnonzero(u.view(np.uint8) != v.view(np.uint8))
                 out.append(f"{table}.{column} differs (first byte {rows[0]})")
+    out += event_stat_differences(a, b)
     if not out:
         strings = np.flatnonzero(a.stats["str_len"] > 0)
         bad = [int(r) for r in strings if a.stat_bytes(r) != b.stat_bytes(r)]
         if bad:
             out.append(f"string values differ at stat rows {bad[:5]}")
     return out
+
+
+def event_stat_differences(a: DecodedSpace, b: DecodedSpace) -> list[str]:
+    """What differs between the promoted event stat columns of two decodes."""
+    x, y = a.event_stat_columns, b.event_stat_columns
+    if list(x) != list(y):
+        return [f"event_stat_columns: {list(x)} != {list(y)}"]
+    out = []
+    for name in x:
+        for part, u, v in zip(("values", "present"), x[name], y[name], strict=True):
+            if u.dtype != v.dtype or u.shape != v.shape or u.tobytes() != v.tobytes():
+                out.append(f"event_stat_columns[{name!r}] {part} differ")
+    return out
+
+
+def lean_differences(full: DecodedSpace, lean: DecodedSpace) -> list[str]:
+    """What differs between decodes with and without the stats table, beyond that table
+    (empty in ``lean``) and the events' stat rows (0 there)."""
+    out = [f"stats.{c} has rows" for c, a in lean.stats.items() if len(a)]
+    out += [f"events.{c} not 0" for c in ("first_stat", "n_stats") if lean.events[c].any()]
+    dtypes = {c: np.dtype(t) for c, t in STAT_COLUMNS.items()}
+    if {c: a.dtype for c, a in lean.stats.items()} != dtypes:
+        out.append("stats dtypes")
+    for column in ("line", "metadata_id", "offset_ps", "duration_ps", "num_occurrences"):
+        if full.events[column].tobytes() != lean.events[column].tobytes():
+            out.append(f"events.{column} differs")
+    for column in full.lines:
+        if full.lines[column].tobytes() != lean.lines[column].tobytes():
+            out.append(f"lines.{column} differs")
+    if (full.planes, full.line_names) != (lean.planes, lean.line_names):
+        out.append("planes or line names differ")
+    return out + event_stat_differences(full, lean)
+
+
+def scattered_event_stats(space: DecodedSpace, names: list[str]) -> dict[str, tuple[list, list]]:
+    """The promoted columns rebuilt from the stats table by a plain loop: the rule stated
+    once more (last stat of the name wins; only integer kinds are values), for comparison."""
+    n = len(space.events["line"])
+    out = {name: ([0] * n, [False] * n) for name in names}
+    for row in range(len(space.stats["event"])):
+        event = int(space.stats["event"][row])
+        plane = space.planes[int(space.lines["plane"][space.events["line"][event]])]
+        name = plane.stat_metadata.get(int(space.stats["metadata_id"][row]))
+        if name in out:
+            values, present = out[name]
+            is_int = int(space.stats["kind"][row]) in INTEGER_KINDS
+            values[event] = int(space.stats["int_value"][row]) if is_int else 0
+            present[event] = is_int
+    return out
+
+
+def as_lists(space: DecodedSpace) -> dict[str, tuple[list, list]]:
+    return {
+        name: (values.tolist(), present.tolist())
+        for name, (values, present) in space.event_stat_columns.items()
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,6 +254,156 @@ def test_handmade_space_every_stat_kind(decoder: Callable[..., DecodedSpace]):
     }
 
 
+HANDMADE_PROMOTED = ("u64", "i64", "ref", "dbl", "str", "bytes", "unset", "nowhere", "interned")
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_event_stats_of_every_kind(decoder: Callable[..., DecodedSpace]):
+    """Integer kinds become values (uint64 bit-cast, ref ids as ids); others stay absent."""
+    space = decoder(handmade_space(), event_stats=HANDMADE_PROMOTED)
+    assert list(space.event_stat_columns) == list(HANDMADE_PROMOTED)
+    got = as_lists(space)
+    assert got["u64"] == ([-1, 0, 0], [True, False, False])
+    assert got["i64"] == ([-(2**63), 0, 0], [True, False, False])
+    assert got["ref"] == ([8, 0, 0], [True, False, False])
+    for name in ("dbl", "str", "bytes", "unset", "nowhere", "interned"):
+        assert got[name] == ([0, 0, 0], [False, False, False]), name
+    assert got == scattered_event_stats(space, list(HANDMADE_PROMOTED))
+    for values, present in space.event_stat_columns.values():
+        assert (values.dtype, present.dtype) == (np.dtype(np.int64), np.dtype(np.bool_))
+
+
+def promotion_space() -> bytes:
+    """Two planes whose stat ids differ, a name with several ids, repeated and odd stats."""
+    space = xp.XSpace()
+    a = space.planes.add(name="a")
+    for key, name in ((5, "flow"), (-3, "flow"), (2**63 - 1, "flow"), (7, "other")):
+        a.stat_metadata[key].name = name
+    line = a.lines.add(id=1)
+    events: list[list[dict[str, Any]]] = [
+        [{"metadata_id": 5, "int64_value": 1}, {"metadata_id": -3, "int64_value": 2}],
+        [{"metadata_id": 5, "int64_value": 3}, {"metadata_id": 5, "str_value": "x"}],
+        [
+            {"metadata_id": 5, "str_value": "x"},
+            {"metadata_id": 2**63 - 1, "uint64_value": 2**64 - 2},
+        ],
+        [{"metadata_id": 7, "int64_value": 9}],
+        [{"metadata_id": 5, "ref_value": 4}, {"metadata_id": 5}],  # no value: not an integer
+        [{"metadata_id": 1, "int64_value": 10}],  # id 1 is "flow" in plane b only
+        [],
+    ]
+    for stats in events:
+        event = line.events.add(metadata_id=1)
+        for stat in stats:
+            event.stats.add(**stat)
+    b = space.planes.add(name="b")
+    b.stat_metadata[1].name = "flow"
+    line = b.lines.add(id=2)
+    line.events.add(metadata_id=1).stats.add(metadata_id=1, int64_value=11)
+    line.events.add(metadata_id=1).stats.add(metadata_id=5, int64_value=12)
+    data: bytes = space.SerializeToString()
+    return data
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_event_stats_last_wins_per_plane_ids(decoder: Callable[..., DecodedSpace]):
+    space = decoder(promotion_space(), event_stats=["flow", "other", "flow"])
+    assert list(space.event_stat_columns) == ["flow", "other"]  # duplicates collapse
+    got = as_lists(space)
+    assert got["flow"] == (
+        [2, 0, -2, 0, 0, 0, 0, 11, 0],
+        [True, False, True, False, False, False, False, True, False],
+    )
+    assert got["other"] == ([0, 0, 0, 9, 0, 0, 0, 0, 0], [False] * 3 + [True] + [False] * 5)
+    assert got == scattered_event_stats(space, ["flow", "other"])
+    only_b = decoder(promotion_space(), planes=lambda name: name == "b", event_stats=["flow"])
+    assert as_lists(only_b) == {"flow": ([11, 0], [True, False])}
+
+
+@needs_native
+@pytest.mark.parametrize("make", [handmade_space, promotion_space])
+def test_event_stats_native_equals_reference(make: Callable[[], bytes]):
+    names = [*HANDMADE_PROMOTED, "flow", "other", "profile_start_time"]
+    for options in ({"event_stats": names}, {"event_stats": names, "stats": False}):
+        assert differences(native(make(), **options), reference(make(), **options)) == []
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("make", [handmade_space, promotion_space])
+def test_without_the_stats_table(decoder: Callable[..., DecodedSpace], make: Callable[[], bytes]):
+    """stats=False: the same lines, events and promoted columns, no stats rows."""
+    names = [*HANDMADE_PROMOTED, "flow", "other"]
+    full = decoder(make(), event_stats=names)
+    lean = decoder(make(), event_stats=names, stats=False)
+    assert len(full.stats["event"]) > 0
+    assert lean_differences(full, lean) == []
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_event_stats_default_and_bad_argument(decoder: Callable[..., DecodedSpace]):
+    assert decoder(handmade_space()).event_stat_columns == {}
+    empty = decoder(b"", event_stats=["_p"]).event_stat_columns
+    assert [(k, len(v), len(p)) for k, (v, p) in empty.items()] == [("_p", 0, 0)]
+    with pytest.raises(TypeError, match="not a str"):
+        decoder(handmade_space(), event_stats="_p")
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ((1, [[(1, 0)]]), "1 items for 0 planes"),  # one plane's keys, no plane
+        ((1, 5), "sequence with one item per plane"),
+        ((-1, None), "outside"),
+        ((10**6, None), "outside"),
+    ],
+)
+def test_wire_decode_refuses_bad_keys_without_planes(args: tuple, error: str):
+    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+
+    with pytest.raises((TypeError, ValueError), match=error):
+        wire.decode(b"", [], *args)
+
+
+@needs_native
+def test_wire_decode_without_keys_promotes_nothing():
+    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+
+    data = promotion_space()
+    _, outlines = wire.scan(data)
+    _, events, _, promoted = wire.decode(data, [o[:2] for o in outlines], 2)
+    n = len(np.frombuffer(events["line"], dtype=np.int32))
+    assert n == 9 and len(promoted) == 2
+    for values, present in promoted:
+        assert np.frombuffer(values, dtype=np.int64).tolist() == [0] * n
+        assert np.frombuffer(present, dtype=np.bool_).tolist() == [False] * n
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("keys", "error"),
+    [
+        ([[(1, 0), (1, 0)]], "strictly increasing"),
+        ([[(2, 0), (1, 0)]], "strictly increasing"),
+        ([[(1, 1)]], "outside"),
+        ([[(1, -1)]], "outside"),
+        ([[(2**63, 0)]], "too big|overflow|out of range"),
+        ([[(1, 0, 0)]], "pairs"),
+        ([[[1, 0]]], "pairs"),
+        ([["ab"]], "pairs"),
+        ([None], "pairs"),
+        ([[(1.5, 0)]], "integer"),
+    ],
+)
+def test_wire_decode_refuses_bad_keys(keys: list, error: str):
+    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+
+    data = promotion_space()
+    _, outlines = wire.scan(data)
+    with pytest.raises((TypeError, ValueError, OverflowError), match=error):
+        wire.decode(data, [outlines[0][:2]], 1, keys)
+
+
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_plane_filter_keeps_only_matching_planes(decoder: Callable[..., DecodedSpace]):
     space = decoder(handmade_space(), planes=lambda name: name == "Task Environment")
@@ -222,10 +430,14 @@ def test_accepts_any_bytes_like(wrap: Callable[[bytes], Any]):
     assert differences(decode(wrap(data)), decode(data)) == []
 
 
-def test_columns_are_read_only():
+def test_columns_are_read_only_but_promoted_stats():
+    """The promoted columns are handed over: load() adopts them without a copy."""
     for decoder in (native, reference) if native_available() else (reference,):
+        space = decoder(handmade_space(), event_stats=["u64"])
         with pytest.raises(ValueError, match="read-only"):
-            decoder(handmade_space()).events["offset_ps"][0] = 1
+            space.events["offset_ps"][0] = 1
+        values, present = space.event_stat_columns["u64"]
+        values[0], present[0] = 5, False
 
 
 # Unknown fields of every wire type, in every message: skipped.
@@ -495,18 +707,36 @@ def test_our_proto_classes_read_what_tf_wrote(real_trace: dict[str, Any]):
     assert real_trace["round_trip_equal"]
 
 
+# Flow ids, the workload's TraceMe arguments (ints, a str), ids TF sets, and a name no plane has.
+REAL_PROMOTED = ["_p", "_c", "_pt", "_ct", "step_num", "_r", "tag", "group_id", "id", "nowhere"]
+
+
 @pytest.mark.slow
 @needs_native
 def test_native_and_reference_agree_on_a_real_trace(real_trace: dict[str, Any]):
     data = real_trace["data"]
-    fast, slow = native(data), reference(data)
+    fast, slow = native(data, event_stats=REAL_PROMOTED), reference(data, event_stats=REAL_PROMOTED)
     assert len(fast.events["line"]) > 1000
     assert differences(fast, slow) == []
+    assert as_lists(fast) == scattered_event_stats(fast, REAL_PROMOTED)
+    present = {name: int(p.sum()) for name, (_, p) in fast.event_stat_columns.items()}
+    assert present["_p"] > 0 and present["_c"] > 0 and present["step_num"] > 0, present
+    assert present["nowhere"] == 0, present
+    # TF interns str values of TraceMe arguments: "tag" is a ref, its id names the string.
+    values, flags = fast.event_stat_columns["tag"]
+    assert flags.any()
+    for row in np.flatnonzero(flags):
+        plane = fast.planes[int(fast.lines["plane"][fast.events["line"][row]])]
+        assert plane.stat_metadata[int(values[row])] == "é"
     host = [p.name for p in fast.planes].index("/host:CPU")
-    only_host = native(data, planes=lambda name: name == "/host:CPU")
+    only_host = native(data, planes=lambda name: name == "/host:CPU", event_stats=["_p", "_c"])
     rows = np.flatnonzero(fast.lines["plane"] == host)
     assert only_host.line_names == [fast.line_names[r] for r in rows]
-    assert differences(only_host, reference(data, planes=lambda name: name == "/host:CPU")) == []
+    slow_host = reference(data, planes=lambda name: name == "/host:CPU", event_stats=["_p", "_c"])
+    assert differences(only_host, slow_host) == []
+    lean = native(data, event_stats=REAL_PROMOTED, stats=False)
+    assert lean_differences(fast, lean) == []
+    assert differences(lean, reference(data, event_stats=REAL_PROMOTED, stats=False)) == []
 
 
 @pytest.mark.slow
@@ -576,12 +806,19 @@ def fuzz_main(path: str, cuts: int, flips: int, seed: int) -> None:
     for label, mutated in mutations(data, cuts, flips, seed):
         report["cases"] += 1
         try:
-            fast = decode(mutated)
+            fast = decode(mutated, event_stats=REAL_PROMOTED)
         except XPlaneDecodeError:
             fast = None
             report["native_errors"] += 1
+        try:  # without the stats table: the same verdict and the same columns
+            lean = decode(mutated, event_stats=REAL_PROMOTED, stats=False)
+            found = ["decoded only without stats"] if fast is None else lean_differences(fast, lean)
+        except XPlaneDecodeError:
+            found = [] if fast is None else ["refused only without stats"]
+        if found:
+            report["mismatches"].append(f"{label}, stats=False: {found}")
         try:
-            slow = decode_reference(mutated)
+            slow = decode_reference(mutated, event_stats=REAL_PROMOTED)
         except XPlaneDecodeError:
             slow = None
         if fast is not None and slow is not None:

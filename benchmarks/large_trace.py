@@ -1,0 +1,86 @@
+"""A large real TF profiler trace for the benchmarks, recorded once and cached on disk.
+
+The workload: a tf.function summing 20 independent 64x64 matmuls, run ``steps`` times under the
+TF profiler. With TF 2.21 on 2 cores one step writes ~115 host events (3 KB), so the default
+17500 steps give about 2 M events and 55 MB (~30 s to record). Recording takes much longer
+than any measurement, so the trace is written once into a cache directory (a TensorBoard log
+dir) and reused while a ``*.xplane.pb`` is there.
+
+Imported by the benchmark scripts next to this file (run as ``python benchmarks/NAME.py``,
+which puts this directory on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_STEPS = 17500  # ~2 M events, 55 MB
+QUICK_STEPS = 300  # ~35 k events: a smoke run
+
+WORKLOAD = """
+import sys
+import tensorflow as tf
+
+logdir, steps = sys.argv[1], int(sys.argv[2])
+weights = [tf.random.normal((64, 64)) for _ in range(20)]
+
+@tf.function
+def step(x):
+    return tf.add_n([tf.matmul(x, w) for w in weights])
+
+x = tf.random.normal((64, 64))
+step(x).numpy()  # trace the function before the profiler starts
+tf.profiler.experimental.start(logdir)
+for _ in range(steps):
+    y = step(x)
+y.numpy()
+tf.profiler.experimental.stop()
+"""
+
+
+def default_cache(quick: bool = False) -> Path:
+    """The cache directory shared by the benchmarks (a separate one for --quick traces)."""
+    name = "tftrace-xplane-bench-quick" if quick else "tftrace-xplane-bench"
+    return Path(tempfile.gettempdir()) / name
+
+
+def quiet_env() -> dict[str, str]:
+    """The environment for child interpreters: TF's C++ logging off, so stderr stays readable."""
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def find_trace(directory: Path) -> Path | None:
+    """The newest ``*.xplane.pb`` under ``directory`` (profile sessions sort by time)."""
+    found = sorted(directory.glob("**/*.xplane.pb"))
+    return found[-1] if found else None
+
+
+def generate(directory: Path, steps: int) -> Path:
+    """Runs the workload under the TF profiler into ``directory`` (a TensorBoard log dir)."""
+    print(f"generating a trace of {steps} steps into {directory} ...", flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", WORKLOAD, str(directory), str(steps)],
+        check=True,
+        env=quiet_env(),
+    )
+    trace = find_trace(directory)
+    if trace is None:
+        raise SystemExit(f"the workload wrote no *.xplane.pb under {directory}")
+    print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return trace
+
+
+def cached_trace(path: Path | None, steps: int, quick: bool = False) -> Path:
+    """The trace to measure: ``path`` itself when it is a file, else the one cached in the
+    directory ``path`` (default: :func:`default_cache`), recorded there first if missing."""
+    if path is not None and path.is_file():
+        return path
+    directory = path or default_cache(quick)
+    directory.mkdir(parents=True, exist_ok=True)
+    return find_trace(directory) or generate(directory, steps)
