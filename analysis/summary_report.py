@@ -78,26 +78,26 @@ def _fmt(value: Any, spec: str = ".2f") -> str:
     return format(value, spec) if isinstance(value, (int, float)) else str(value)
 
 
+def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
+    """A rich table whose first ``left`` columns are text, the others right-aligned figures."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="left" if i < left else "right")
+    return table
+
+
 def render(analysis: Analysis) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(width=100)
     lo, hi = analysis.window
     console.print(f"[bold]{analysis.run.path}[/bold]  window {(hi - lo) / 1e9:.3f} s of trace")
-    pools = Table(title="pools (busy = owning work, see docs)", title_justify="left")
-    for column in (
-        "pool",
-        "threads",
-        "configured",
-        "busy",
-        "mean",
-        "peak",
-        "util.",
-        "cores",
-        "class",
-    ):
-        pools.add_column(column, justify="left" if column in ("pool", "class") else "right")
+    pools = _table(
+        "pools (busy = owning work, see docs)",
+        ("pool", "threads", "configured", "busy", "mean", "peak", "util.", "cores", "class"),
+    )
     for r in analysis.pools.itertuples():
         pools.add_row(
             r.pool,
@@ -111,9 +111,10 @@ def render(analysis: Analysis) -> None:
             _fmt(r.core_class),
         )
     console.print(pools)
-    queue = Table(title="queue delay: scheduled -> started (us)", title_justify="left")
-    for column in ("pool", "closures", "p50", "p90", "p99", "max", "total ms"):
-        queue.add_column(column, justify="left" if column == "pool" else "right")
+    queue = _table(
+        "queue delay: scheduled -> started (us)",
+        ("pool", "closures", "p50", "p90", "p99", "max", "total ms"),
+    )
     for r in analysis.queue_delay.itertuples():
         queue.add_row(
             r.pool,
@@ -125,9 +126,10 @@ def render(analysis: Analysis) -> None:
             _fmt(r.total_ms, ".2f"),
         )
     console.print(queue)
-    cpu = Table(title="CPU truth (OS) vs traced busy time (s)", title_justify="left")
-    for column in ("pool", "threads", "CPU", "busy", "CPU/busy", "run-queue wait"):
-        cpu.add_column(column, justify="left" if column == "pool" else "right")
+    cpu = _table(
+        "CPU truth (OS) vs traced busy time (s)",
+        ("pool", "threads", "CPU", "busy", "CPU/busy", "run-queue wait"),
+    )
     for r in analysis.cpu.itertuples():
         cpu.add_row(
             r.pool,
@@ -154,33 +156,32 @@ def render(analysis: Analysis) -> None:
 
 
 def _breakdown_table(analysis: Analysis) -> Any:
-    from rich.table import Table
-
-    table = Table(
-        title="where the wall time went (see docs for each category)", title_justify="left"
+    table = _table(
+        "where the wall time went (see docs for each category)", ("category", "ms", "share")
     )
-    table.add_column("category")
-    table.add_column("ms", justify="right")
-    table.add_column("share", justify="right")
     for r in analysis.breakdown.itertuples():
         table.add_row(r.category, f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
     return table
 
 
 def _ops_table(analysis: Analysis) -> Any:
-    from rich.table import Table
-
-    table = Table(
-        title="top op types by time (parallelism = Eigen workers busy for it)", title_justify="left"
+    table = _table(
+        "top op types by time (parallelism = Eigen workers busy for it; inline = none)",
+        ("op type", "count", "total ms", "mean us", "parallelism"),
     )
-    for column in ("op type", "count", "total ms", "mean us", "parallelism"):
-        table.add_column(column, justify="left" if column == "op type" else "right")
     for r in analysis.top_ops.itertuples():
         table.add_row(
             str(r.op_type)[:40],
             str(r.count),
             f"{r.total_ms:.2f}",
             f"{r.mean_us:.1f}",
-            _fmt(r.parallelism),
+            _parallelism(r.parallelism),
         )
     return table
+
+
+def _parallelism(value: float) -> str:
+    """0 means no Eigen worker ever ran for it: the op ran inline on its own thread."""
+    if value == 0:
+        return "inline"
+    return _fmt(value)

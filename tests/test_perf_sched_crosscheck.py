@@ -104,7 +104,7 @@ def test_sampler_thread_cpu_agrees_with_perf_sched(tmp_path: Path):
     require_perf_sched(tmp_path)
     run_dir, data = tmp_path / "run", tmp_path / "perf.data"
     workload = tftrace_command(
-        "record", "-o", run_dir, "--no-pyspy", WORKLOADS / "eager_matmul_cpu.py"
+        "record", "-o", run_dir, "--no-pyspy", WORKLOADS / "eager_big_matmul.py", "8"
     )
     done = perf_sched_record(data, workload, env=quiet_env(TF_NUM_INTRAOP_THREADS="2"))
     assert done.returncode == 0, done.stderr  # perf exits with the recorder's code
