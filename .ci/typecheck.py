@@ -17,7 +17,7 @@ def main() -> int:
     for child in TREE.iterdir():
         child.unlink()
     for item in (ROOT / "src" / "tftrace").iterdir():
-        if item.suffix == ".py":
+        if item.suffix == ".py" or (item.is_dir() and (item / "__init__.py").exists()):
             (TREE / item.name).symlink_to(item)
     (TREE / "tracer").symlink_to(ROOT / "tracer")
     (TREE / "analysis").symlink_to(ROOT / "analysis")

@@ -71,8 +71,9 @@ def _installed_layout(tmp_path: Path) -> Path:
     """The tftrace package as installed, as a tree of links an interpreter can import."""
     tree = tmp_path / "site" / "tftrace"
     tree.mkdir(parents=True)
-    for item in (ROOT / "src" / "tftrace").glob("*.py"):
-        (tree / item.name).symlink_to(item)
+    for item in (ROOT / "src" / "tftrace").iterdir():
+        if item.suffix == ".py" or (item / "__init__.py").exists():
+            (tree / item.name).symlink_to(item)
     (tree / "tracer").symlink_to(ROOT / "tracer")
     (tree / "analysis").symlink_to(ROOT / "analysis")
     return tree.parent

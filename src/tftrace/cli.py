@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from tftrace import __version__
+from tftrace.errors import CliError
 
 USAGE_ERROR = 2
-
-
-class CliError(Exception):
-    """Bad input: printed as one line, exit code 2."""
 
 
 def _record_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -186,6 +186,18 @@ def cmd_analyze(ns: argparse.Namespace) -> int:
     return 0
 
 
+def command_modules() -> dict[str, ModuleType]:
+    """The subcommands defined in ``tftrace.commands`` (one module each)."""
+    import tftrace.commands as package
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if hasattr(module, "NAME") and hasattr(module, "run"):
+            found[module.NAME] = module
+    return found
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
         prog="tftrace", description="Profile and explain TensorFlow's CPU thread pools."
@@ -203,6 +215,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
     p.add_argument("--session", help="the profile session to load (default: the newest)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    for name, module in sorted(command_modules().items()):
+        module.configure(sub.add_parser(name, help=module.HELP))
     return parser, record_parser
 
 
@@ -219,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_threads(ns)
         if ns.command == "analyze":
             return cmd_analyze(ns)
+        modules = command_modules()
+        if ns.command in modules:
+            return int(modules[ns.command].run(ns))
         parser.print_help()
         return USAGE_ERROR
     except CliError as e:
