@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest install clean
+.PHONY: demo test lint typecheck pytest install clean browser
 
 $(STAMP): pyproject.toml setup.py analysis/_xplane_wire.c
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,12 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
 
-test: lint typecheck pytest
+# The report and export tests render pages in headless Chromium (Debian's package).
+browser:
+	@command -v chromium >/dev/null 2>&1 || \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+test: browser lint typecheck pytest
 
 clean:
 	rm -rf $(VENV) tftrace-runs .typecheck
