@@ -88,12 +88,46 @@ def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
     return table
 
 
-def render(analysis: Analysis) -> None:
+def findings_json(findings: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f.id,
+            "severity": f.severity.value,
+            "pool": f.pool,
+            "message": f.message,
+            "action": f.action,
+            "evidence": f.evidence,
+            "window_ns": list(f.window) if f.window else None,
+        }
+        for f in findings
+    ]
+
+
+def _render_findings(console: Any, findings: list[Any]) -> None:
+    if not findings:
+        console.print("findings: none", markup=False, highlight=False)
+        return
+    console.print("[bold]findings[/bold] (most severe first)")
+    for f in findings:
+        where = f" [{f.pool}]" if f.pool else ""
+        console.print(
+            f"- {f.severity.value.upper()}{where} {f.message}", markup=False, highlight=False
+        )
+        console.print(f"  -> {f.action}", markup=False, highlight=False)
+
+
+def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
     from rich.console import Console
 
     console = Console(width=100)
     lo, hi = analysis.window
-    console.print(f"[bold]{analysis.run.path}[/bold]  window {(hi - lo) / 1e9:.3f} s of trace")
+    console.print(
+        f"{analysis.run.path}  window {(hi - lo) / 1e9:.3f} s of trace",
+        markup=False,
+        highlight=False,
+    )
+    if findings is not None:
+        _render_findings(console, findings)
     pools = _table(
         "pools (busy = owning work, see docs)",
         ("pool", "threads", "configured", "busy", "mean", "peak", "util.", "cores", "class"),

@@ -169,20 +169,27 @@ def cmd_threads(ns: argparse.Namespace) -> int:
 
 
 def cmd_analyze(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.run import load
-    from tftrace.analysis.summary_report import analyze, render
+    from rich.console import Console
 
-    try:
-        analysis = analyze(load(ns.run, session=ns.session))
-    except TraceError as e:
-        raise CliError(str(e)) from None
+    from tftrace.analysis.errors import TraceError
+    from tftrace.analysis.findings import diagnose
+    from tftrace.analysis.run import load
+    from tftrace.analysis.summary_report import analyze, findings_json, render
+
+    # A spinner on a terminal while a large trace loads; nothing when output is redirected.
+    with Console(stderr=True).status(f"loading {ns.run} ..."):
+        try:
+            run = load(ns.run, session=ns.session)
+        except TraceError as e:
+            raise CliError(str(e)) from None
+        analysis = analyze(run)
+        findings = diagnose(run, analysis)
     if ns.json:
         import json
 
-        print(json.dumps(analysis.to_json(), indent=2))
+        print(json.dumps({"findings": findings_json(findings), **analysis.to_json()}, indent=2))
     else:
-        render(analysis)
+        render(analysis, findings)
     return 0
 
 

@@ -1,0 +1,129 @@
+"""Each finding on a real workload that triggers it, and on one that must not.
+
+Recordings are shared between rules (one fresh process per configuration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import EXAMPLES, WORKLOADS, quiet_env, tftrace_command
+from tftrace.analysis.findings import Severity, diagnose, eigen_spin, pinned_sizes_vs_cpus
+from tftrace.analysis.run import load
+from tftrace.analysis.summary_report import analyze
+
+pytestmark = pytest.mark.slow
+
+# name -> (workload and its arguments, TF_NUM_INTRAOP_THREADS, TF_NUM_INTEROP_THREADS)
+RECORDINGS: dict[str, tuple[tuple[str, ...], int | None, int | None]] = {
+    "big-intra1": (("eager_big_matmul.py",), 1, 2),
+    "big-intra2": (("eager_big_matmul.py",), 2, 2),
+    "big-intra4": (("eager_big_matmul.py",), 4, 1),
+    "branches-inter1": (("two_big_branches.py",), 1, 1),
+    "branches-inter2": (("two_big_branches.py",), 1, 2),
+    "small-ops": (("small_ops.py",), 2, 2),
+    "py-function": (("py_function_loop.py",), 1, 1),
+    "data-sequential": (("data_sequential.py",), 2, 2),
+    "data-parallel": (("data_parallel_heavy_step.py",), 2, 2),
+    "late-setter": (("late_setter.py",), 2, 2),
+    "own-settings": (("own_settings.py",), None, None),
+}
+
+# rule id -> (a recording that must trigger it, one that must not)
+CASES = {
+    "idle-cores-while-work-waited": ("branches-inter1", "branches-inter2"),
+    "ops-too-small-to-split": ("small-ops", "big-intra2"),
+    "intra-pool-oversubscribed": ("big-intra4", "big-intra2"),
+    "ops-run-inline": ("big-intra1", "big-intra2"),
+    "python-bound": ("py-function", "big-intra2"),
+    "input-pipeline-starves-step": ("data-sequential", "data-parallel"),
+    "intra-op-pinned-vs-cpus": ("big-intra4", "big-intra2"),
+    "threading-set-too-late": ("late-setter", "own-settings"),
+    "eigen-spin": (None, "big-intra2"),  # no workload made TF 2.21's workers spin here
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> dict[str, list[str]]:
+    """Finding ids of every recording, recorded once for the whole module."""
+    import subprocess
+
+    out = {}
+    for name, (target, intra, inter) in RECORDINGS.items():
+        env = quiet_env(
+            **({"TF_NUM_INTRAOP_THREADS": str(intra)} if intra else {}),
+            **({"TF_NUM_INTEROP_THREADS": str(inter)} if inter else {}),
+        )
+        run_dir = tmp_path_factory.mktemp(name) / "run"
+        script = WORKLOADS / target[0] if (WORKLOADS / target[0]).exists() else EXAMPLES / target[0]
+        proc = subprocess.run(
+            tftrace_command("record", "--no-pyspy", "-o", run_dir, script, *target[1:]),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        run = load(run_dir)
+        out[name] = [f.id for f in diagnose(run, analyze(run))]
+    return out
+
+
+@pytest.mark.parametrize("rule", CASES)
+def test_rule_triggers_on_its_workload_only(findings, rule: str):
+    triggers, quiet = CASES[rule]
+    if triggers is not None:
+        assert rule in findings[triggers], findings[triggers]
+    assert rule not in findings[quiet], findings[quiet]
+
+
+def test_findings_are_ordered_by_severity():
+    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    found = diagnose(run, analyze(run))
+    order = [list(Severity).index(f.severity) for f in found]
+    assert order == sorted(order)
+    assert all(f.action and f.message and f.evidence for f in found)
+
+
+def _with_cpu(analysis, cpu_s: float, busy_s: float):
+    cpu = pd.DataFrame(
+        [
+            {
+                "pool": "intra-op",
+                "threads": 2,
+                "cpu_s": cpu_s,
+                "busy_s": busy_s,
+                "cpu_per_busy": cpu_s / busy_s,
+                "wait_s": 0.0,
+            }
+        ]
+    )
+    return replace(analysis, cpu=cpu)
+
+
+def test_eigen_spin_rule_on_kernel_figures():
+    """The spin rule's thresholds, on CPU figures set by hand (no real trigger found here)."""
+    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    analysis = analyze(run)
+    (spin,) = eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, busy_s=0.5))
+    assert spin.id == "eigen-spin" and spin.evidence == {"cpu_s": 1.0, "busy_s": 0.5}
+    assert eigen_spin(run, _with_cpu(analysis, cpu_s=0.55, busy_s=0.5)) == []  # within 1.3x
+    assert eigen_spin(run, _with_cpu(analysis, cpu_s=0.04, busy_s=0.01)) == []  # under 50 ms
+
+
+def test_default_sizes_above_a_cgroup_quota():
+    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    manifest = {
+        **run.manifest,
+        "host": {**run.manifest["host"], "cpu_affinity": [0, 1, 2, 3], "cpu_quota": 1.5},
+        "pools": {
+            "intra_op": {"size": 4, "source": "default (schedulable CPUs)"},
+            "inter_op": {"size": 4, "source": "default (schedulable CPUs)"},
+        },
+    }
+    found = pinned_sizes_vs_cpus(replace(run, manifest=manifest), analyze(run))
+    assert {f.id for f in found} == {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"}
