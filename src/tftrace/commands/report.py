@@ -1,0 +1,105 @@
+"""``tftrace report RUN [-o FILE]``: the analyses of a run as one self-contained HTML page.
+
+The page (default ``RUN/report.html``) holds the run summary, findings, every table of
+``tftrace analyze`` and five figures embedded as base64 PNG; it needs no network. The same
+figures are written as PNG files into a folder named after the page, beside it
+(``report.html`` -> ``report_files/concurrency.png``, ...), for slides and issues.
+
+Findings come from ``tftrace.analysis.findings.diagnose(run, analysis)`` when that module
+exists; without it the page says "no findings".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tftrace.commands import add_run_argument, load_run
+from tftrace.errors import CliError
+
+NAME = "report"
+HELP = "write a self-contained HTML report of a run (tables, findings, figures; works offline)"
+DEFAULT_NAME = "report.html"
+FINDINGS_MODULE = "tftrace.analysis.findings"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help=f"the HTML file to write (default: RUN/{DEFAULT_NAME}; a directory: "
+        f"{DEFAULT_NAME} in it); the figures go to FILE's name + _files/ beside it",
+    )
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    page: Path
+    images: list[Path]
+
+
+def output_paths(output: Path | None, run_path: Path) -> tuple[Path, Path]:
+    """(the HTML page, the folder of its PNGs): ``x.html`` -> ``x_files/`` beside it."""
+    page = output if output is not None else run_path / DEFAULT_NAME
+    if page.is_dir():
+        page = page / DEFAULT_NAME
+    return page, page.with_name(page.stem + "_files")
+
+
+def diagnosis() -> Callable[[Any, Any], list[object]] | None:
+    """``diagnose`` from the findings module, or None while that module does not exist.
+
+    Only the absence of the module itself is tolerated: an import error inside it is a bug
+    and propagates.
+    """
+    try:
+        module = importlib.import_module(FINDINGS_MODULE)
+    except ModuleNotFoundError as e:
+        if e.name == FINDINGS_MODULE:
+            return None
+        raise
+    diagnose: Callable[[Any, Any], list[object]] | None = getattr(module, "diagnose", None)
+    return diagnose
+
+
+def write_report(analysis: Any, findings: list[object], page: Path, image_dir: Path) -> ReportFiles:
+    """Draw the figures, write them as PNG files and the page that embeds them."""
+    from tftrace.analysis.html_report import render_page
+    from tftrace.analysis.plot_data import report_plot_data
+    from tftrace.analysis.plots import png_bytes, report_figures
+
+    images = {
+        name: png_bytes(fig) for name, fig in report_figures(report_plot_data(analysis)).items()
+    }
+    image_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, png in images.items():
+        path = image_dir / f"{name}.png"
+        path.write_bytes(png)
+        written.append(path)
+    relative = image_dir.name if image_dir.parent == page.parent else str(image_dir)
+    page.write_text(render_page(analysis, images, findings, relative), encoding="utf-8")
+    return ReportFiles(page, written)
+
+
+def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.summary_report import analyze
+
+    loaded = load_run(ns)
+    analysis = analyze(loaded)
+    diagnose = diagnosis()
+    findings = list(diagnose(loaded, analysis)) if diagnose is not None else []
+    page, image_dir = output_paths(ns.output, loaded.path)
+    try:
+        files = write_report(analysis, findings, page, image_dir)
+    except OSError as e:
+        raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
+    print(f"tftrace: report {files.page} ({len(files.images)} figures also in {image_dir}/)")
+    return 0
