@@ -16,7 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .plot_data import ReportPlotData
+from .plot_data import ReportPlotData, report_plot_data
+from .summary_report import Analysis
 
 WIDTH_IN = 11.0  # 1100 px at DPI: the report's content width
 DPI = 100
@@ -205,3 +206,10 @@ def png_bytes(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     return buffer.getvalue()
+
+
+def png_images(analysis: Analysis) -> dict[str, bytes]:
+    """Every figure of the report as PNG bytes, by name (the report and TensorBoard use it)."""
+    return {
+        name: png_bytes(fig) for name, fig in report_figures(report_plot_data(analysis)).items()
+    }

@@ -423,16 +423,22 @@ def test_findings_are_rendered_in_order(sample21: Run):
     assert "Not drawn:" in render_page(analysis, {}, [])
 
 
-def test_findings_module_is_used_when_present():
-    from tftrace.commands.report import diagnosis
+def test_report_shows_the_runs_findings(tmp_path: Path):
+    import html
 
-    diagnose = diagnosis()
-    try:
-        import tftrace.analysis.findings as module
-    except ModuleNotFoundError:
-        assert diagnose is None
-    else:
-        assert diagnose is getattr(module, "diagnose", None)
+    from tftrace.analysis.findings import diagnose
+    from tftrace.analysis.run import load
+    from tftrace.analysis.summary_report import analyze
+
+    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
+    run = load(sample)
+    findings = diagnose(run, analyze(run))
+    assert findings  # the sample run is Python-bound
+    proc = tftrace("report", sample, "-o", tmp_path / "r.html")
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "r.html").read_text()
+    for finding in findings:
+        assert html.escape(finding.message) in page
 
 
 def test_command_module_imports_nothing_heavy():

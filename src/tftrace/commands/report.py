@@ -12,8 +12,6 @@ exists; without it the page says "no findings".
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,6 @@ from tftrace.errors import CliError
 NAME = "report"
 HELP = "write a self-contained HTML report of a run (tables, findings, figures; works offline)"
 DEFAULT_NAME = "report.html"
-FINDINGS_MODULE = "tftrace.analysis.findings"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,31 +50,12 @@ def output_paths(output: Path | None, run_path: Path) -> tuple[Path, Path]:
     return page, page.with_name(page.stem + "_files")
 
 
-def diagnosis() -> Callable[[Any, Any], list[object]] | None:
-    """``diagnose`` from the findings module, or None while that module does not exist.
-
-    Only the absence of the module itself is tolerated: an import error inside it is a bug
-    and propagates.
-    """
-    try:
-        module = importlib.import_module(FINDINGS_MODULE)
-    except ModuleNotFoundError as e:
-        if e.name == FINDINGS_MODULE:
-            return None
-        raise
-    diagnose: Callable[[Any, Any], list[object]] | None = getattr(module, "diagnose", None)
-    return diagnose
-
-
 def write_report(analysis: Any, findings: list[object], page: Path, image_dir: Path) -> ReportFiles:
     """Draw the figures, write them as PNG files and the page that embeds them."""
     from tftrace.analysis.html_report import render_page
-    from tftrace.analysis.plot_data import report_plot_data
-    from tftrace.analysis.plots import png_bytes, report_figures
+    from tftrace.analysis.plots import png_images
 
-    images = {
-        name: png_bytes(fig) for name, fig in report_figures(report_plot_data(analysis)).items()
-    }
+    images = png_images(analysis)
     image_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, png in images.items():
@@ -90,12 +68,12 @@ def write_report(analysis: Any, findings: list[object], page: Path, image_dir: P
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.findings import diagnose
     from tftrace.analysis.summary_report import analyze
 
     loaded = load_run(ns)
     analysis = analyze(loaded)
-    diagnose = diagnosis()
-    findings = list(diagnose(loaded, analysis)) if diagnose is not None else []
+    findings: list[object] = list(diagnose(loaded, analysis))
     page, image_dir = output_paths(ns.output, loaded.path)
     try:
         files = write_report(analysis, findings, page, image_dir)

@@ -1,0 +1,89 @@
+"""``tftrace tensorboard RUN``: the analysis as TensorBoard summaries, served beside the profile.
+
+The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.tb_summaries``), then TensorBoard
+serves ``RUN`` on 127.0.0.1 until Ctrl-C: its profile plugin shows the trace, and a run named
+``tftrace`` holds the concurrency series, the figures, the plots and the findings.
+
+Findings come from ``tftrace.analysis.findings.diagnose`` and the figures from
+``tftrace.analysis.plots.png_images``, as in the HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from tftrace.commands import add_run_argument, load_run
+from tftrace.errors import CliError
+
+NAME = "tensorboard"
+HELP = "write the analysis as TensorBoard summaries into the run and serve it with TensorBoard"
+HOST = "127.0.0.1"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to serve on (default: a free one)"
+    )
+    parser.add_argument(
+        "--no-serve", action="store_true", help="write the summaries into RUN/tftrace and exit"
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    if not 0 <= ns.port <= 0xFFFF:
+        raise CliError(f"tensorboard: --port must be 0-65535, not {ns.port}")
+    from tftrace.analysis.findings import diagnose
+    from tftrace.analysis.plots import png_images
+    from tftrace.analysis.summary_report import analyze
+    from tftrace.analysis.tb_summaries import write_summaries
+
+    loaded = load_run(ns)
+    analysis = analyze(loaded)
+    try:
+        written = write_summaries(
+            analysis, images=png_images(analysis), findings=diagnose(loaded, analysis)
+        )
+    except OSError as e:
+        raise CliError(
+            f"{e.filename or loaded.path}: cannot write summaries ({e.strerror})"
+        ) from None
+    print(f"summaries: {written}", flush=True)
+    if ns.no_serve:
+        return 0
+    return serve(Path(loaded.path), ns.port)
+
+
+def serve(logdir: Path, port: int) -> int:
+    """Serve ``logdir`` with TensorBoard in this process until Ctrl-C (then exit 0)."""
+    try:
+        url = _launch(logdir, port)
+        print(f"TensorBoard: {url}  (Ctrl-C to stop)", flush=True)
+        _sleep_until_interrupted()
+    except KeyboardInterrupt:
+        print("", flush=True)
+    return 0
+
+
+def _sleep_until_interrupted() -> None:
+    """Sleep in short naps: SIGINT may land on one of TensorFlow's or the server's threads,
+    which does not wake a main thread blocked without a timeout (Event().wait() would hang);
+    Python raises KeyboardInterrupt in the main thread at its next wake-up."""
+    while True:
+        time.sleep(0.25)
+
+
+def _launch(logdir: Path, port: int) -> str:
+    """Start TensorBoard's server in a background thread; its URL (with the real port)."""
+    from tensorboard import program
+
+    board = program.TensorBoard()
+    board.configure(
+        argv=[None, "--logdir", str(logdir), "--host", HOST, "--port", str(port)],
+    )
+    try:
+        return str(board.launch())
+    except program.TensorBoardServerException as e:
+        raise CliError(f"tensorboard: {e.msg}") from None

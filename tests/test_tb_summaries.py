@@ -1,0 +1,308 @@
+"""TensorBoard summaries of a sample run, read back with TensorBoard's own event reader."""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import json
+import queue
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, quiet_env, tftrace, tftrace_command
+from tftrace.analysis.concurrency import ANALYSED_POOLS, concurrency_series
+from tftrace.analysis.run import load
+from tftrace.analysis.summary_report import Analysis, analyze
+from tftrace.analysis.tb_summaries import (
+    MS,
+    SUBDIR,
+    png_size,
+    series_resolution_ns,
+    slug,
+    write_summaries,
+)
+
+SAMPLE = ROOT / "sample_traces" / "tf-2.21"
+FLOAT32 = {"rel": 1e-6, "abs": 1e-6}
+
+
+class Severity(enum.Enum):
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    pool: str | None
+    message: str
+    action: str | None
+
+
+FINDING = Finding(
+    "inter-op-idle", Severity.WARNING, "inter-op", "2 threads, 0.2 busy on average", "set it to 1"
+)
+
+
+def tiny_png(width: int = 3, height: int = 2) -> bytes:
+    """A valid grey PNG built by hand (no plotting library needed)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + bytes(range(width)) for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def read_back(directory: Path) -> Any:
+    """Every point of every tag, as TensorBoard's plugins read them (no downsampling)."""
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+
+    accumulator = pea.EventAccumulator(str(directory), size_guidance={pea.TENSORS: 0})
+    accumulator.Reload()
+    return accumulator
+
+
+def values(accumulator: Any, tag: str) -> list[Any]:
+    from tensorboard.util import tensor_util
+
+    return [tensor_util.make_ndarray(e.tensor_proto) for e in accumulator.Tensors(tag)]
+
+
+def plugin_of(accumulator: Any, tag: str) -> str:
+    return str(accumulator.SummaryMetadata(tag).plugin_data.plugin_name)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, Any]:
+    run_dir = tmp_path_factory.mktemp("tb") / "run"
+    shutil.copytree(SAMPLE, run_dir)
+    analysis = analyze(load(run_dir))
+    directory = write_summaries(analysis, images={"queue delay": tiny_png()}, findings=[FINDING])
+    assert directory == run_dir / SUBDIR
+    return analysis, read_back(directory)
+
+
+def test_concurrency_scalars_are_the_series_per_pool(written: tuple[Analysis, Any]) -> None:
+    analysis, acc = written
+    resolution = series_resolution_ns(analysis.window)
+    assert resolution == MS  # a 0.45 s window: 1 ms bins
+    for pool in ANALYSED_POOLS:
+        tag = f"concurrency/{pool.value}"
+        series = concurrency_series(analysis.run, pool, resolution, analysis.window)
+        events = acc.Tensors(tag)
+        assert plugin_of(acc, tag) == "scalars"
+        assert [e.step for e in events] == [int(t) // MS for t in series["t_ns"]]
+        assert [float(v) for v in values(acc, tag)] == pytest.approx(
+            series["busy_threads"].tolist(), **FLOAT32
+        )
+        walls = [(analysis.run.origin.wall_ns + int(t)) / 1e9 for t in series["t_ns"]]
+        assert [e.wall_time for e in events] == pytest.approx(walls, abs=1e-6)
+
+
+def test_summary_scalars_are_the_analysis_figures(written: tuple[Analysis, Any]) -> None:
+    analysis, acc = written
+    expected: dict[str, float] = {}
+    for r in analysis.pools.to_dict("records"):
+        expected[f"pool/{r['pool']}/mean_concurrency"] = r["mean"]
+        expected[f"pool/{r['pool']}/peak_concurrency"] = r["peak"]
+        expected[f"pool/{r['pool']}/utilisation"] = r["utilisation"]
+        expected[f"pool/{r['pool']}/core_share"] = r["core_share"]
+    for r in analysis.queue_delay.to_dict("records"):
+        for column in ("p50_us", "p90_us", "p99_us", "max_us"):
+            expected[f"queue_delay/{r['pool']}/{column}"] = r[column]
+    for r in analysis.breakdown.to_dict("records"):
+        expected[f"breakdown/{slug(r['category'])}"] = r["share"]
+    assert "queue_delay/inter-op/p99_us" in expected and "breakdown/python_host" in expected
+    for tag, value in expected.items():
+        (got,) = values(acc, tag)
+        assert plugin_of(acc, tag) == "scalars", tag
+        assert float(got) == pytest.approx(value, **FLOAT32), tag
+
+
+def test_step_scalars(written: tuple[Analysis, Any]) -> None:
+    analysis, acc = written
+    table = analysis.steps.table
+    assert [e.step for e in acc.Tensors("steps/duration_ms")] == table["step"].tolist()
+    assert [float(v) for v in values(acc, "steps/duration_ms")] == pytest.approx(
+        (table["duration_ns"] / 1e6).tolist(), **FLOAT32
+    )
+    assert [float(v) for v in values(acc, "steps/breakdown/idle")] == pytest.approx(
+        table["idle"].tolist(), **FLOAT32
+    )
+
+
+def test_a_given_png_comes_back_as_an_image(written: tuple[Analysis, Any]) -> None:
+    _, acc = written
+    (image,) = values(acc, "plots/queue_delay")
+    assert plugin_of(acc, "plots/queue_delay") == "images"
+    assert list(image) == [b"3", b"2", tiny_png()]
+
+
+def test_a_given_finding_comes_back_as_text(written: tuple[Analysis, Any]) -> None:
+    _, acc = written
+    (text,) = values(acc, "findings")
+    assert plugin_of(acc, "findings") == "text"
+    markdown = text.item().decode()
+    for part in ("**warning**", "`inter-op-idle`", "(inter-op)", FINDING.message, "set it to 1"):
+        assert part in markdown
+
+
+def test_rewriting_replaces_the_points(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE, run_dir)
+    analysis = analyze(load(run_dir))
+    write_summaries(analysis, images={"a": tiny_png()}, findings=[])
+    directory = write_summaries(analysis)
+    assert len(list(directory.glob("events.out.tfevents.*"))) == 1
+    acc = read_back(directory)
+    tags = acc.Tags()["tensors"]
+    assert "findings" not in tags and not [t for t in tags if t.startswith("plots/")]
+    series = concurrency_series(
+        analysis.run, ANALYSED_POOLS[0], series_resolution_ns(analysis.window), analysis.window
+    )
+    assert len(acc.Tensors(f"concurrency/{ANALYSED_POOLS[0].value}")) == len(series)
+    assert len(acc.Tensors("pool/inter-op/mean_concurrency")) == 1
+
+
+def test_no_findings_says_so() -> None:
+    from tftrace.analysis.tb_summaries import render_findings
+
+    assert render_findings([]) == "No findings."
+
+
+def test_png_size_rejects_other_bytes() -> None:
+    assert png_size(tiny_png(7, 5)) == (7, 5)
+    with pytest.raises(ValueError, match="not a PNG"):
+        png_size(b"GIF89a" + bytes(30))
+
+
+def test_cli_no_serve_writes_the_summaries(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE, run_dir)
+    done = tftrace("tensorboard", run_dir, "--no-serve", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert list((run_dir / SUBDIR).glob("events.out.tfevents.*"))
+
+
+def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
+    done = tftrace("tensorboard", tmp_path / "nothing", "--no-serve", timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
+
+
+# --- end to end: the command serves the run, TensorBoard lists the profile and our scalars ----
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return json.loads(body)
+
+
+def _lines(stream: Any) -> queue.Queue[str]:
+    """Lines of a pipe, read in a thread so that waiting for one can time out."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _wait_for_url(lines: queue.Queue[str], deadline: float) -> str:
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.1))
+        except queue.Empty:
+            break
+        if line.startswith("TensorBoard: http://"):
+            return line.split()[1]
+    raise AssertionError("no URL printed")
+
+
+def _poll(fetch: Any, ready: Any, deadline: float) -> Any:
+    """``fetch()`` until ``ready(result)`` or the deadline (TensorBoard loads in the background)."""
+    result = None
+    while time.monotonic() < deadline:
+        try:
+            result = fetch()
+            if ready(result):
+                return result
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"not ready: {result}")
+
+
+@pytest.mark.slow
+def test_tensorboard_command_serves_profile_and_scalars(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE, run_dir)
+    port = _free_port()
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("w") as stderr:
+        server = subprocess.Popen(
+            tftrace_command("tensorboard", run_dir, "--port", str(port)),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=quiet_env(),
+        )
+        try:
+            deadline = time.monotonic() + 45
+            url = _wait_for_url(_lines(server.stdout), deadline)
+            assert url == f"http://127.0.0.1:{port}/"
+            listing = _poll(
+                lambda: _get_json(f"{url}data/plugins_listing"),
+                lambda r: r["scalars"]["enabled"] and r["profile"]["enabled"],
+                deadline,
+            )
+            assert listing["text"]["enabled"]
+            tags = _poll(
+                lambda: _get_json(f"{url}data/plugin/scalars/tags"),
+                lambda r: "tftrace" in r,
+                deadline,
+            )
+            assert {"concurrency/inter-op", "pool/intra-op/utilisation"} <= set(tags["tftrace"])
+            sessions = _get_json(f"{url}data/plugin/profile/runs")
+            (session,) = [p.name for p in run_dir.glob("plugins/profile/*")]
+            assert any(session in s for s in sessions), sessions
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                code = server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise
+    assert code == 0
+    assert "Traceback" not in stderr_path.read_text()
