@@ -1,0 +1,112 @@
+"""``tftrace export RUN --format perfetto|chrome|csv|parquet [-o PATH]``: a run for other tools.
+
+The trace formats open in a timeline viewer (one process per pool, one track per thread,
+busy slices, Record -> region flow arrows, concurrency counters); the table formats give
+the run's DataFrames to tools that do not have tftrace. Building is in
+``analysis/export_trace.py`` and ``analysis/export_tables.py``; this module only picks the
+output path and turns failures into one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tftrace.commands import add_run_argument, load_run
+from tftrace.errors import CliError
+
+NAME = "export"
+HELP = "write a run as a Perfetto/Chrome trace, or its tables as CSV or Parquet files"
+
+TRACE_FORMATS = ("perfetto", "chrome")
+TABLE_FORMATS = ("csv", "parquet")
+# Perfetto reads gzip directly and the JSON shrinks ~10x; chrome://tracing's loader and
+# most ad-hoc tools want plain JSON.
+DEFAULT_NAMES = {
+    "perfetto": "perfetto.json.gz",
+    "chrome": "chrome.json",
+    "csv": "csv",
+    "parquet": "parquet",
+}
+
+EPILOG = """\
+defaults for -o (under the run directory; for a bare .xplane.pb, the directory holding it):
+  perfetto  RUN/export/perfetto.json.gz   gzip-compressed Chrome JSON: open in ui.perfetto.dev
+  chrome    RUN/export/chrome.json        the same JSON uncompressed: chrome://tracing, Perfetto
+  csv       RUN/export/csv/               one <table>.csv per table + schema.json (column dtypes)
+  parquet   RUN/export/parquet/           one <table>.parquet per table + schema.json
+A trace path ending in .gz is gzip-compressed, any other is plain JSON, whatever the format.
+Times: the trace in microseconds, the tables in nanoseconds, both since the recorder started.
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    add_run_argument(parser)
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=(*TRACE_FORMATS, *TABLE_FORMATS),
+        help="perfetto/chrome: a trace-viewer JSON file; csv/parquet: a directory of tables",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="PATH",
+        help="file (trace formats) or directory (table formats) to write; default below",
+    )
+
+
+def output_path(run_root: Path, fmt: str, given: Path | None) -> Path:
+    """The path to write: the one given, else ``RUN/export/<default name>``."""
+    return given if given is not None else run_root / "export" / DEFAULT_NAMES[fmt]
+
+
+def _check_output(path: Path, fmt: str) -> None:
+    """Refuse a file where a directory is wanted and the reverse, before any work."""
+    if fmt in TRACE_FORMATS and path.is_dir():
+        raise CliError(f"export: {path} is a directory; give a file name for the trace")
+    if fmt in TABLE_FORMATS and path.exists() and not path.is_dir():
+        raise CliError(f"export: {path} is a file; {fmt} writes a directory of tables")
+
+
+def _export_trace(run: Any, path: Path) -> str:
+    from tftrace.analysis.export_trace import build_trace, write_trace
+
+    if run.events.empty:
+        why = "; ".join(run.missing) or "the trace holds no host events"
+        raise CliError(f"export: {run.path} has no trace events to export ({why})")
+    trace = build_trace(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    size = write_trace(trace, path)
+    return f"{path} ({len(trace['traceEvents'])} events, {size / 1024:.0f} KiB)"
+
+
+def _export_tables(run: Any, directory: Path, fmt: str) -> str:
+    from tftrace.analysis.export_tables import write_tables
+
+    paths = write_tables(run, directory, fmt)
+    size = sum(p.stat().st_size for p in paths)
+    return f"{directory}/ ({len(paths) - 1} tables + schema.json, {size / 1024:.0f} KiB)"
+
+
+def run(ns: argparse.Namespace) -> int:
+    if ns.output is not None:
+        _check_output(ns.output, ns.format)
+    loaded = load_run(ns)
+    path = output_path(loaded.path, ns.format, ns.output)
+    _check_output(path, ns.format)
+    try:
+        if ns.format in TRACE_FORMATS:
+            written = _export_trace(loaded, path)
+        else:
+            written = _export_tables(loaded, path, ns.format)
+    except OSError as e:
+        raise CliError(f"export: cannot write {e.filename or path} ({e.strerror})") from None
+    print(f"wrote {written}")
+    if ns.format in TRACE_FORMATS:
+        print("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing")
+    return 0
