@@ -33,16 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+from browser import CHROMIUM, HEADLESS_FLAGS
+
 CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
+    *HEADLESS_FLAGS,
     "--remote-debugging-pipe",
     "--window-size=1600,1000",
 )
@@ -91,7 +85,7 @@ def web_dist() -> Path | None:
 
 
 def chromium() -> str | None:
-    return CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    return CHROMIUM
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -20,10 +20,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
-from perfetto_ui import PerfettoUI, chromium, web_dist
-from trace_event_format import Checked, TraceFormatError, validate
 
 from conftest import quiet_env
+from perfetto_ui import PerfettoUI, chromium, web_dist
 from tftrace.analysis.busy import PYTHON_POOLS
 from tftrace.analysis.concurrency import pool_concurrency
 from tftrace.analysis.event_kinds import EventKind
@@ -41,6 +40,7 @@ from tftrace.analysis.pools import Pool
 from tftrace.analysis.run import Run, load
 from tftrace.analysis.schema import TABLES
 from tftrace.cli import main
+from trace_event_format import Checked, TraceFormatError, validate
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RUNS = sorted(p for p in SAMPLES.glob("tf-*") if (p / "manifest.json").exists())

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from test_breakdown_units import MS, hand_built_run
 
+from browser import CHROMIUM, HEADLESS_FLAGS
 from conftest import ROOT, quiet_env, tftrace
 from tftrace.analysis import plot_data
 from tftrace.analysis.breakdown import CATEGORIES
@@ -36,9 +37,6 @@ SAMPLES = ROOT / "sample_traces"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EVIL_SCRIPT = "<script>alert(1)</script>"
 EVIL_IMG = '"><img src=x onerror=alert(1)>'
-CHROMIUM = shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-)
 POOLS = [Pool.INTER_OP, Pool.INTRA_OP, Pool.TF_DATA, Pool.PYTHON_MAIN]
 
 
@@ -341,14 +339,7 @@ def chromium(*args: str | Path, profile: Path) -> subprocess.CompletedProcess[st
     assert CHROMIUM is not None
     command = [
         CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--disable-quic",
+        *HEADLESS_FLAGS,
         f"--user-data-dir={profile}",
         *map(str, args),
     ]
