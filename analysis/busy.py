@@ -63,8 +63,3 @@ def busy_intervals(
 
 def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:
     return run.threads.loc[run.threads["pool"] == pool.value, "thread"].to_numpy()
-
-
-def as_frame(intervals: dict[int, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
-    rows = [(t, s, e) for t, (ss, ee) in intervals.items() for s, e in zip(ss, ee, strict=True)]
-    return pd.DataFrame(rows, columns=["thread", "start_ns", "end_ns"])

@@ -52,9 +52,6 @@ class Run:
     missing: list[str] = field(default_factory=list)  # what a partial run lacks, in words
     notes: list[str] = field(default_factory=list)
 
-    def pool_threads(self, pool: Pool) -> pd.DataFrame:
-        return self.threads[self.threads["pool"] == pool.value]
-
 
 def _decode(xplane: Path) -> HostTrace:
     try:

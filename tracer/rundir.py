@@ -74,9 +74,3 @@ def read_json_or_none(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    with open(path / MANIFEST) as f:
-        data: dict[str, Any] = json.load(f)
-    return data
