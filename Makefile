@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine (see README):
-#   make demo   installs tftrace and TensorFlow into .venv, records and summarizes an example workload
+#   make demo   installs tftrace and TensorFlow into .venv, records and analyses an example workload
 #   make test   installs the same plus the test tools, then runs lint, type check and tests
 PYTHON ?= python3
 VENV ?= .venv
@@ -21,6 +21,8 @@ demo: $(STAMP)
 		examples/eager_matmul.py --size 1500 --repeat 5
 	$(BIN)/tftrace summary $$(ls -d tftrace-runs/demo-* | tail -n 1)
 	$(BIN)/tftrace threads $$(ls -d tftrace-runs/demo-* | tail -n 1)
+	$(BIN)/tftrace analyze $$(ls -d tftrace-runs/demo-* | tail -n 1)
+	$(BIN)/tftrace report $$(ls -d tftrace-runs/demo-* | tail -n 1)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

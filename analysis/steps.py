@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .breakdown import CATEGORIES, breakdown, indicators
+from .busy import trace_window
 from .event_kinds import EventKind
 from .ops import op_events
 from .pools import Pool
@@ -73,15 +74,21 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
     return out
 
 
+# A loop's steps cover most of what was traced; a name repeated now and then (TF's own
+# "convert_to_tensor" annotations) is not a step.
+MIN_COVER = 0.3
+
+
 def find_steps(run: Run) -> Steps:
     main = _main_thread(run)
+    lo, hi = trace_window(run)
     best: tuple[str, np.ndarray, np.ndarray] | None = None
     best_cover = 0
     for source, start, end in _candidates(run, main) if main is not None else []:
         keep = _top_level(start, end)
         start, end = start[keep], end[keep]
         cover = int((end - start).sum())
-        if len(start) >= 2 and cover > best_cover:
+        if len(start) >= 2 and cover > best_cover and cover >= MIN_COVER * (hi - lo):
             best, best_cover = (source, start, end), cover
     if best is None:
         return Steps(
