@@ -109,3 +109,24 @@ def identity_by_tf_name(run: Path) -> dict[str, list[dict[str, Any]]]:
     for thread in data["threads"]:
         out.setdefault(thread["tf_name"] or "", []).append(thread)
     return out
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str, timeout: float = 30) -> bytes:
+    """A local server's response body (TensorBoard may gzip it)."""
+    import gzip
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return bytes(body)

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import enum
-import gzip
 import json
 import queue
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import threading
 import time
-import urllib.request
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import ROOT, quiet_env, tftrace, tftrace_command
+from conftest import ROOT, free_port, http_get, quiet_env, tftrace, tftrace_command
 from tftrace.analysis.concurrency import ANALYSED_POOLS, concurrency_series
+from tftrace.analysis.findings import Finding, Severity
 from tftrace.analysis.run import load
 from tftrace.analysis.summary_report import Analysis, analyze
 from tftrace.analysis.tb_summaries import (
@@ -38,21 +34,8 @@ SAMPLE = ROOT / "sample_traces" / "tf-2.21"
 FLOAT32 = {"rel": 1e-6, "abs": 1e-6}
 
 
-class Severity(enum.Enum):
-    WARNING = "warning"
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: Severity
-    pool: str | None
-    message: str
-    action: str | None
-
-
 FINDING = Finding(
-    "inter-op-idle", Severity.WARNING, "inter-op", "2 threads, 0.2 busy on average", "set it to 1"
+    "inter-op-idle", Severity.LOW, "inter-op", "2 threads, 0.2 busy on average", "set it to 1"
 )
 
 
@@ -163,7 +146,7 @@ def test_a_given_finding_comes_back_as_text(written: tuple[Analysis, Any]) -> No
     (text,) = values(acc, "findings")
     assert plugin_of(acc, "findings") == "text"
     markdown = text.item().decode()
-    for part in ("**warning**", "`inter-op-idle`", "(inter-op)", FINDING.message, "set it to 1"):
+    for part in ("**low**", "`inter-op-idle`", "(inter-op)", FINDING.message, "set it to 1"):
         assert part in markdown
 
 
@@ -213,18 +196,8 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
 # --- end to end: the command serves the run, TensorBoard lists the profile and our scalars ----
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body = response.read()
-        if response.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        return json.loads(body)
+    return json.loads(http_get(url, timeout=10))
 
 
 def _lines(stream: Any) -> queue.Queue[str]:
@@ -268,7 +241,7 @@ def _poll(fetch: Any, ready: Any, deadline: float) -> Any:
 def test_tensorboard_command_serves_profile_and_scalars(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(SAMPLE, run_dir)
-    port = _free_port()
+    port = free_port()
     stderr_path = tmp_path / "stderr.log"
     with stderr_path.open("w") as stderr:
         server = subprocess.Popen(
