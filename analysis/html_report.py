@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import base64
 import html
-import math
-import numbers
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
 from tftrace import __version__
 
 from .breakdown import CATEGORIES
+from .formatting import fmt, is_missing, parallelism_text
 from .summary_report import Analysis
 
 MAX_STEP_ROWS = 20
@@ -108,21 +105,6 @@ footer { color: #777; font-size: 12px; margin-top: 40px; }
 def esc(value: object) -> str:
     """Text for the page: everything not written by tftrace itself goes through here."""
     return html.escape(str(value), quote=True)
-
-
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    return isinstance(value, numbers.Real) and math.isnan(value)
-
-
-def fmt(value: Any, spec: str = "") -> str:
-    """A figure as text: '-' for missing values, ``spec`` for numbers."""
-    if _missing(value):
-        return "-"
-    if spec and isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return format(value, spec)
-    return str(value)
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
@@ -210,7 +192,7 @@ def _finding(finding: object) -> str:
     head = (
         f'<span class="sev">{esc(fmt(severity))}</span> '
         f"<code>{esc(fmt(_attr(finding, 'id')))}</code>"
-        + (f" &middot; {esc(pool)}" if not _missing(pool) else "")
+        + (f" &middot; {esc(pool)}" if not is_missing(pool) else "")
     )
     rows = [(str(k), fmt(v, ".4g")) for k, v in dict(evidence).items()]
     return (
@@ -302,11 +284,6 @@ def _cpu_section(analysis: Analysis) -> str:
     )
 
 
-def _parallelism(value: Any) -> str:
-    """0 means no Eigen worker ever ran for the op: it ran inline on its own thread."""
-    return "inline" if value == 0 else fmt(value, ".2f")
-
-
 def _ops_section(analysis: Analysis) -> str:
     if analysis.top_ops.empty:
         return _note("No op events in the trace.")
@@ -316,7 +293,7 @@ def _ops_section(analysis: Analysis) -> str:
             str(r.count),
             fmt(r.total_ms, ".2f"),
             fmt(r.mean_us, ".1f"),
-            _parallelism(r.parallelism),
+            parallelism_text(r.parallelism),
         )
         for r in analysis.top_ops.itertuples()
     ]

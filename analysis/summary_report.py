@@ -17,6 +17,7 @@ from .breakdown import breakdown
 from .busy import trace_window
 from .concurrency import pools_table
 from .cpu_time import pool_cpu
+from .formatting import fmt, parallelism_text
 from .ops import top_op_types
 from .queue_delay import queue_delay_stats
 from .run import Run
@@ -70,12 +71,6 @@ def analyze(run: Run) -> Analysis:
         breakdown(run, window),
         find_steps(run),
     )
-
-
-def _fmt(value: Any, spec: str = ".2f") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return format(value, spec) if isinstance(value, (int, float)) else str(value)
 
 
 def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
@@ -136,13 +131,13 @@ def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
         pools.add_row(
             r.pool,
             str(r.threads),
-            _fmt(r.configured, ".0f"),
+            fmt(r.configured, ".0f"),
             str(r.observed),
-            _fmt(r.mean),
+            fmt(r.mean, ".2f"),
             str(r.peak),
-            _fmt(r.utilisation, ".0%"),
-            _fmt(r.core_share, ".0%"),
-            _fmt(r.core_class),
+            fmt(r.utilisation, ".0%"),
+            fmt(r.core_share, ".0%"),
+            fmt(r.core_class),
         )
     console.print(pools)
     queue = _table(
@@ -153,11 +148,11 @@ def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
         queue.add_row(
             r.pool,
             str(r.closures),
-            _fmt(r.p50_us, ".1f"),
-            _fmt(r.p90_us, ".1f"),
-            _fmt(r.p99_us, ".1f"),
-            _fmt(r.max_us, ".1f"),
-            _fmt(r.total_ms, ".2f"),
+            fmt(r.p50_us, ".1f"),
+            fmt(r.p90_us, ".1f"),
+            fmt(r.p99_us, ".1f"),
+            fmt(r.max_us, ".1f"),
+            fmt(r.total_ms, ".2f"),
         )
     console.print(queue)
     cpu = _table(
@@ -168,10 +163,10 @@ def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
         cpu.add_row(
             r.pool,
             str(r.threads),
-            _fmt(r.cpu_s, ".3f"),
-            _fmt(r.busy_s, ".3f"),
-            _fmt(r.cpu_per_busy),
-            _fmt(r.wait_s, ".3f"),
+            fmt(r.cpu_s, ".3f"),
+            fmt(r.busy_s, ".3f"),
+            fmt(r.cpu_per_busy, ".2f"),
+            fmt(r.wait_s, ".3f"),
         )
     console.print(cpu)
     console.print(_breakdown_table(analysis))
@@ -209,13 +204,6 @@ def _ops_table(analysis: Analysis) -> Any:
             str(r.count),
             f"{r.total_ms:.2f}",
             f"{r.mean_us:.1f}",
-            _parallelism(r.parallelism),
+            parallelism_text(r.parallelism),
         )
     return table
-
-
-def _parallelism(value: float) -> str:
-    """0 means no Eigen worker ever ran for it: the op ran inline on its own thread."""
-    if value == 0:
-        return "inline"
-    return _fmt(value)

@@ -1,0 +1,29 @@
+"""Figures as text, the same in the terminal, the HTML report and anywhere else."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import pandas as pd
+
+
+def is_missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, numbers.Real) and math.isnan(value)
+
+
+def fmt(value: Any, spec: str = "") -> str:
+    """A figure as text: '-' for missing values, ``spec`` for numbers."""
+    if is_missing(value):
+        return "-"
+    if spec and isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return format(value, spec)
+    return str(value)
+
+
+def parallelism_text(value: Any) -> str:
+    """0 means no Eigen worker ever ran for the op: it ran inline on its own thread."""
+    return "inline" if value == 0 else fmt(value, ".2f")
