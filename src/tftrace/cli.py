@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import pkgutil
 import sys
@@ -141,58 +142,7 @@ def cmd_record(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     return result.exit_code
 
 
-def cmd_summary(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.run_summary import RunDirError, render_summary, summarize
-
-    try:
-        summary = summarize(ns.run)
-    except RunDirError as e:
-        raise CliError(str(e)) from None
-    render_summary(summary)
-    return 0
-
-
-def cmd_threads(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.run import load
-    from tftrace.analysis.thread_report import render_threads
-
-    try:
-        run = load(ns.run, session=ns.session)
-    except TraceError as e:
-        raise CliError(str(e)) from None
-    if ns.json:
-        print(run.threads.to_json(orient="records", indent=2))
-    else:
-        render_threads(run)
-    return 0
-
-
-def cmd_analyze(ns: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.findings import diagnose
-    from tftrace.analysis.run import load
-    from tftrace.analysis.summary_report import analyze, findings_json, render
-
-    # A spinner on a terminal while a large trace loads; nothing when output is redirected.
-    with Console(stderr=True).status(f"loading {ns.run} ..."):
-        try:
-            run = load(ns.run, session=ns.session)
-        except TraceError as e:
-            raise CliError(str(e)) from None
-        analysis = analyze(run)
-        findings = diagnose(run, analysis)
-    if ns.json:
-        import json
-
-        print(json.dumps({"findings": findings_json(findings), **analysis.to_json()}, indent=2))
-    else:
-        render(analysis, findings)
-    return 0
-
-
+@functools.cache
 def command_modules() -> dict[str, ModuleType]:
     """The subcommands defined in ``tftrace.commands`` (one module each)."""
     import tftrace.commands as package
@@ -212,16 +162,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser.add_argument("--version", action="version", version=f"tftrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     record_parser = _record_parser(sub)
-    p = sub.add_parser("summary", help="print what a run directory holds")
-    p.add_argument("run", type=Path, help="a run directory written by tftrace record")
-    p = sub.add_parser("threads", help="every thread of a run, its pool and the evidence")
-    p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
-    p.add_argument("--session", help="the profile session to load (default: the newest)")
-    p.add_argument("--json", action="store_true", help="print the table as JSON records")
-    p = sub.add_parser("analyze", help="pools, concurrency, queue delay and CPU truth of a run")
-    p.add_argument("run", type=Path, help="a run directory, TensorBoard log dir or .xplane.pb")
-    p.add_argument("--session", help="the profile session to load (default: the newest)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
     for name, module in sorted(command_modules().items()):
         module.configure(sub.add_parser(name, help=module.HELP))
     return parser, record_parser
@@ -234,12 +174,6 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "record":
             return cmd_record(record_parser, argv[1:])
         ns = parser.parse_args(argv)
-        if ns.command == "summary":
-            return cmd_summary(ns)
-        if ns.command == "threads":
-            return cmd_threads(ns)
-        if ns.command == "analyze":
-            return cmd_analyze(ns)
         modules = command_modules()
         if ns.command in modules:
             return int(modules[ns.command].run(ns))

@@ -1,0 +1,34 @@
+"""``tftrace analyze RUN``: findings, pools, queue delay, CPU truth, breakdown, ops, steps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tftrace.commands import add_run_argument, load_run
+
+NAME = "analyze"
+HELP = "findings, pools, concurrency, queue delay and CPU truth of a run"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from tftrace.analysis.findings import diagnose
+    from tftrace.analysis.summary_report import analyze, findings_json, render
+
+    # A spinner on a terminal while a large trace loads; nothing when output is redirected.
+    with Console(stderr=True).status(f"loading {ns.run} ..."):
+        loaded = load_run(ns)
+        analysis = analyze(loaded)
+        findings = diagnose(loaded, analysis)
+    if ns.json:
+        print(json.dumps({"findings": findings_json(findings), **analysis.to_json()}, indent=2))
+    else:
+        render(analysis, findings)
+    return 0

@@ -1,0 +1,26 @@
+"""``tftrace threads RUN``: every thread of a run, its pool and the evidence for it."""
+
+from __future__ import annotations
+
+import argparse
+
+from tftrace.commands import add_run_argument, load_run
+
+NAME = "threads"
+HELP = "every thread of a run, its pool and the evidence"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the table as JSON records")
+
+
+def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.thread_report import render_threads
+
+    loaded = load_run(ns)
+    if ns.json:
+        print(loaded.threads.to_json(orient="records", indent=2))
+    else:
+        render_threads(loaded)
+    return 0
