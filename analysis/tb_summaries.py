@@ -43,6 +43,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboard.util import tensor_util
 
 from .concurrency import ANALYSED_POOLS, concurrency_series
+from .findings import Finding
 from .summary_report import Analysis
 
 SUBDIR = "tftrace"
@@ -74,7 +75,7 @@ def series_resolution_ns(window: tuple[int, int], max_points: int = MAX_POINTS) 
 def write_summaries(
     analysis: Analysis,
     images: Mapping[str, bytes] | None = None,
-    findings: Sequence[object] | None = None,
+    findings: Sequence[Finding] | None = None,
     resolution_ns: int | None = None,
     directory: Path | None = None,
 ) -> Path:
@@ -178,7 +179,7 @@ def image_events(images: Mapping[str, bytes], clock: _Clock) -> list[Any]:
     ]
 
 
-def finding_events(findings: Sequence[object] | None, clock: _Clock) -> list[Any]:
+def finding_events(findings: Sequence[Finding] | None, clock: _Clock) -> list[Any]:
     """``findings``: every finding as markdown; nothing when findings were not computed."""
     if findings is None:
         return []
@@ -201,16 +202,13 @@ def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[
     return [_event(_text("about", "\n".join(lines), "The run analysed."), 0, clock.start_s)]
 
 
-def render_findings(findings: Iterable[object]) -> str:
+def render_findings(findings: Iterable[Finding]) -> str:
     """Markdown list of findings: severity, id, pool, message, action (plain, nothing escaped)."""
     items = []
     for f in findings:
-        severity = getattr(getattr(f, "severity", None), "value", getattr(f, "severity", ""))
-        pool = getattr(f, "pool", None)
-        pool_text = f" ({getattr(pool, 'value', pool)})" if pool else ""
-        item = f"- **{severity}** `{getattr(f, 'id', '')}`{pool_text}: {getattr(f, 'message', '')}"
-        action = getattr(f, "action", None)
-        items.append(f"{item}\n  *Action:* {action}" if action else item)
+        pool_text = f" ({f.pool})" if f.pool else ""
+        item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {f.message}"
+        items.append(f"{item}\n  *Action:* {f.action}" if f.action else item)
     return "\n".join(items) if items else "No findings."
 
 
