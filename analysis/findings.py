@@ -210,7 +210,8 @@ def inline_ops(run: Run, analysis: Analysis) -> list[Finding]:
             _severity(share),
             Pool.INTRA_OP.value,
             f"intra_op_parallelism_threads is 1: every op ran on the thread that called it "
-            f"({share:.0%} of the time), one core at a time, with {cores - 1} cores free.",
+            f"({share:.0%} of the time), one core at a time, with {cores - 1} "
+            f"core{'s' if cores - 1 != 1 else ''} free.",
             f"Set intra_op_parallelism_threads to {cores} (or 0 for one per core) so large ops "
             "are split across cores.",
             {"intra_op_size": size, "cores": cores, "op_intra_idle_share": round(share, 4)},

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from tftrace.analysis.pools import Pool, pool_of_identity, pool_of_tf_name
-from tftrace.cli import build_parser, split_target
+from tftrace.cli import build_parser
+from tftrace.target import split_target
 from tftrace.tracer.environment import relevant_env, resolve_pool_size
 from tftrace.tracer.manifest import pools
 from tftrace.tracer.os_sampler import parse_stat
@@ -15,7 +16,7 @@ from tftrace.tracer.os_sampler import parse_stat
 
 @pytest.fixture(scope="module")
 def record_parser():
-    return build_parser()[1]
+    return build_parser()[1]["record"]
 
 
 @pytest.mark.parametrize(

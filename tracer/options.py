@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_RUNS_DIR = Path("tftrace-runs")
@@ -43,3 +44,10 @@ class RecordOptions:
     sample_hz: float = DEFAULT_SAMPLE_HZ
     # How long the workload may take to flush the profiler after an interrupt.
     stop_grace_s: float = 120.0
+    thread_identity: bool = True
+    # Time tf.function calls and Trace blocks inside the workload (for sweeps).
+    step_timer: bool = False
+    # Variables set (or, with None, removed) in the workload's environment.
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    # Stream the workload's output to our terminal (it is kept in the run either way).
+    echo: bool = True

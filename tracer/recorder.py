@@ -98,6 +98,11 @@ def record(options: RecordOptions) -> RecordResult:
         raise RecordError(f"cannot create run directory {path}: {e}") from None
 
     env = dict(os.environ)
+    for key, value in options.env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     env["PYTHONUNBUFFERED"] = "1"  # output reaches the terminal live through our pipe
     start_anchor = clock_anchor()
     data = manifest.initial(options, run, env, start_anchor)
@@ -129,8 +134,8 @@ def record(options: RecordOptions) -> RecordResult:
             proc.send_signal(signal.SIGINT)
         assert proc.stdout is not None and proc.stderr is not None
         tees = [
-            Tee(proc.stdout, sys.stdout.buffer, run / rundir.STDOUT_LOG),
-            Tee(proc.stderr, sys.stderr.buffer, run / rundir.STDERR_LOG),
+            Tee(proc.stdout, sys.stdout.buffer if options.echo else None, run / rundir.STDOUT_LOG),
+            Tee(proc.stderr, sys.stderr.buffer if options.echo else None, run / rundir.STDERR_LOG),
         ]
         for tee in tees:
             tee.start()
@@ -169,6 +174,8 @@ def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[st
             "duration_s": options.duration_s,
         },
         "ready_fd": ready_fd,
+        "thread_identity": options.thread_identity,
+        "step_timer": options.step_timer,
     }
 
 
@@ -281,7 +288,11 @@ def _finish_manifest(
     statuses: dict[str, SourceStatus],
 ) -> dict[str, Any]:
     statuses["tf_profiler"] = _source_from_report(report, options)
-    statuses["thread_identity"] = _identity_status(run)
+    statuses["thread_identity"] = (
+        _identity_status(run)
+        if options.thread_identity
+        else SourceStatus(SourceState.DISABLED, "disabled by option")
+    )
     xplanes = run.xplane_files()
     if statuses["tf_profiler"].state is SourceState.RECORDED:
         statuses["tf_profiler"].details["xplane"] = [str(p.relative_to(run.path)) for p in xplanes]

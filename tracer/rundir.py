@@ -21,6 +21,7 @@ PROFILE_DIR = Path("plugins") / "profile"
 STDOUT_LOG = Path("workload") / "stdout.log"
 STDERR_LOG = Path("workload") / "stderr.log"
 WORKLOAD_REPORT = Path("workload") / "report.json"
+STEPS = Path("workload") / "steps.json"
 CHILD_CONFIG = Path("workload") / "config.json"
 OS_SAMPLES_DIR = Path("os_threads")
 OS_THREADS_TABLE = OS_SAMPLES_DIR / "threads.json"
@@ -60,10 +61,10 @@ def create(path: Path) -> RunDir:
     return RunDir(path)
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, indent: int | None = 2) -> None:
     """Write via a temporary file so a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    tmp.write_text(json.dumps(data, indent=indent, sort_keys=False, default=str) + "\n")
     os.replace(tmp, path)
 
 

@@ -9,7 +9,7 @@ from typing import IO
 
 
 class Tee:
-    def __init__(self, source: IO[bytes], live: IO[bytes], copy_path: Path) -> None:
+    def __init__(self, source: IO[bytes], live: IO[bytes] | None, copy_path: Path) -> None:
         self._source = source
         self._live = live
         self._copy_path = copy_path
@@ -32,6 +32,8 @@ class Tee:
                     break
                 copy.write(chunk)
                 copy.flush()
+                if self._live is None:
+                    continue
                 try:
                     self._live.write(chunk)
                     self._live.flush()

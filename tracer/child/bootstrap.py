@@ -22,9 +22,10 @@ from types import TracebackType
 from typing import Any
 
 from ..environment import clock_anchor
-from ..rundir import IDENTITY, WORKLOAD_REPORT, write_json_atomic
+from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
 from .profiler_window import ProfilerWindow
+from .step_timer import StepTimer
 from .thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 
 PR_SET_PTRACER = 0x59616D61
@@ -127,22 +128,34 @@ def main(config_path: str) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
 
     identity = IdentityRecorder()
-    hook_python_threads(identity)
-    watcher = IdentityWatcher(identity)
-    watcher.start()
+    watcher: IdentityWatcher | None = None
+    if config.get("thread_identity", True):
+        hook_python_threads(identity)
+        watcher = IdentityWatcher(identity)
+        watcher.start()
 
     window: ProfilerWindow | None = None
-    if config["tf_profiler"]["enabled"]:
+    timer: StepTimer | None = None
+    profiling = config["tf_profiler"]["enabled"]
+    if profiling or config.get("step_timer"):
         try:
             setter_calls.install(report["setter_calls"])
         except Exception as e:
             report["setter_calls_error"] = f"{type(e).__name__}: {e}"
+    if profiling:
         window = ProfilerWindow(
             str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
         )
+    if config.get("step_timer"):
+        timer = StepTimer()
+        try:
+            timer.install()
+        except Exception as e:
+            timer.errors.append(f"{type(e).__name__}: {e}")
     _signal_ready(config.get("ready_fd"))
     # --delay counts from here: the workload's own code, after the recorder's set-up.
     report["code_start_anchor"] = clock_anchor()
+    report["code_start_cpu_ns"] = time.process_time_ns()
     if window is not None:
         window.arm()
 
@@ -169,11 +182,15 @@ def main(config_path: str) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         report["end_anchor"] = clock_anchor()
+        report["code_end_cpu_ns"] = time.process_time_ns()
         if window is not None:
             window.stop()
             report["tf_profiler"] = window.status
-        watcher.stop()
-        write_json_atomic(run_dir / IDENTITY, identity.to_json())
+        if watcher is not None:
+            watcher.stop()
+            write_json_atomic(run_dir / IDENTITY, identity.to_json())
+        if timer is not None:
+            write_json_atomic(run_dir / STEPS, timer.to_json(), indent=None)
         _describe_tf(report)
         report["interrupted"] = interrupted
         report["exit_code"] = exit_code

@@ -1,0 +1,220 @@
+"""From a sweep's runs to its result: timings, effective settings, verdict, warnings and why.
+
+Inputs are plain per-run facts (the run directory, the setting asked for, what the parent
+measured), so that this module never runs anything; ``tftrace sweep`` and the tests feed
+it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .step_timing import Measure, measure, steps_frame
+from .sweep_stats import Verdict, beyond_cpus, summarize, verdict
+
+POOLS = {"intra": "intra_op", "inter": "inter_op"}
+SETTERS = {"intra": "set_intra_op_parallelism_threads", "inter": "set_inter_op_parallelism_threads"}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One timed run as its parent saw it."""
+
+    intra: int | None
+    inter: int | None
+    round: int
+    path: Path
+    wall_s: float
+    cpu_s: float | None
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordedView:
+    """What the analysis of a fully recorded run says about one setting."""
+
+    intra_concurrency: float | None
+    inter_concurrency: float | None
+    finding: Any | None  # the most severe Finding, if any
+    top_category: tuple[str, float] | None  # the breakdown's largest share
+    path: Path
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    target: list[str]
+    cpus: int
+    unit: str  # "s/step" when the timed spans are steps, else "s"
+    bases: list[str]
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    verdict: Verdict
+    warnings: list[str]
+    recorded: dict[tuple[int | None, int | None], RecordedView] = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _usable_cpus(manifest: dict[str, Any]) -> int:
+    host = manifest.get("host") or {}
+    return len(host.get("cpu_affinity") or []) or int(host.get("cpu_count") or 1)
+
+
+def time_run(facts: RunFacts, how: Measure, marker: str | None) -> dict[str, Any]:
+    """One row of the runs table: the timing and the pool sizes the run really had."""
+    steps = steps_frame(_read_json(facts.path / "workload" / "steps.json"))
+    report = _read_json(facts.path / "workload" / "report.json") or {}
+    timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s))
+    cpus = _usable_cpus(facts.manifest)
+    pools = facts.manifest.get("pools") or {}
+    calls = (facts.manifest.get("workload") or {}).get("setter_calls") or []
+    row: dict[str, Any] = {
+        "intra": facts.intra,
+        "inter": facts.inter,
+        "round": facts.round,
+        "time_s": timing.per_unit,
+        "span_s": timing.seconds,
+        "steps": timing.steps,
+        "cpu_util": (
+            timing.cpu_seconds / (timing.seconds * cpus)
+            if timing.cpu_seconds is not None and timing.seconds > 0
+            else None
+        ),
+        "basis": timing.basis,
+        "wall_s": facts.wall_s,
+        "path": str(facts.path),
+    }
+    for key, pool in POOLS.items():
+        info = pools.get(pool) or {}
+        row[f"{key}_effective"] = info.get("size")
+        row[f"{key}_source"] = info.get("source")
+        row[f"{key}_calls"] = [c for c in calls if c.get("setter") == SETTERS[key]]
+    return row
+
+
+def _label(intra: Any, inter: Any) -> str:
+    def v(x: Any) -> str:
+        return "default" if pd.isna(x) else "0 (default)" if x == 0 else str(int(x))
+
+    return f"intra {v(intra)} · inter {v(inter)}"
+
+
+def setting_key(row: pd.Series) -> tuple[int | None, int | None]:
+    """(intra, inter) of a table row, None where the sweep left the pool to TF."""
+    intra, inter = (None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))
+    return intra, inter
+
+
+def label(row: pd.Series) -> str:
+    return _label(row["intra"], row["inter"])
+
+
+def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
+    """Settings the workload changed or ignored: what was asked for is not what ran."""
+    out: list[str] = []
+    for key in POOLS:
+        asked = runs[key]
+        if asked.isna().all():
+            continue
+        wanted = asked.fillna(0).astype(int).replace(0, cpus)
+        differ = runs[runs[f"{key}_effective"].astype("Int64") != wanted]
+        failed = [c for calls in runs[f"{key}_calls"] for c in calls if c.get("error")]
+        if failed:
+            c = failed[0]
+            out.append(
+                f"the script calls {c['setter']}({c['value']}) after TensorFlow started; it "
+                f"fails ({c['error'].split(':')[0]}), so the script's own setting is ignored"
+            )
+        if differ.empty:
+            continue
+        ok = [c for calls in differ[f"{key}_calls"] for c in calls if not c.get("error")]
+        sizes = sorted({int(v) for v in differ[f"{key}_effective"].dropna()})
+        if ok:
+            out.append(
+                f"the script sets {ok[-1]['setter']}({ok[-1]['value']}) itself, which overrides "
+                f"the sweep's {key}-op values: those runs used {key}-op "
+                f"{', '.join(map(str, sizes))} whatever was asked"
+            )
+        else:
+            out.append(
+                f"{len(differ)} run(s) did not get the {key}-op size asked for "
+                f"(got {', '.join(map(str, sizes))})"
+            )
+    effective = runs[["intra_effective", "inter_effective"]].drop_duplicates()
+    asked_settings = runs[["intra", "inter"]].drop_duplicates()
+    if len(asked_settings) > 1 and len(effective) == 1:
+        e = effective.iloc[0]
+        out.append(
+            "every run used the same pool sizes "
+            f"({_label(e['intra_effective'], e['inter_effective'])}): the sweep compared one "
+            "setting with itself"
+        )
+    return out
+
+
+def build(
+    facts: Sequence[RunFacts],
+    how: Measure,
+    marker: str | None,
+    baseline: tuple[int | None, int | None],
+    target: list[str],
+) -> SweepResult:
+    rows = [time_run(f, how, marker) for f in facts]
+    runs = pd.DataFrame(rows)
+    runs["intra"] = runs["intra"].astype("Int64")
+    runs["inter"] = runs["inter"].astype("Int64")
+    cpus = _usable_cpus(facts[0].manifest)
+    table = summarize(runs, baseline)
+    warnings = override_warnings(runs, cpus)
+    for i in beyond_cpus(table, cpus):
+        warnings.append(
+            f"{label(table.loc[i])} asks for more threads in one pool than the {cpus} CPUs "
+            "this process may use: it measures oversubscription"
+        )
+    bases = list(dict.fromkeys(runs["basis"]))
+    if len(bases) > 1:
+        warnings.append("runs were timed differently: " + "; ".join(bases))
+    unit = "s/step" if runs["steps"].notna().all() else "s"
+    return SweepResult(target, cpus, unit, bases, runs, table, verdict(table, cpus), warnings)
+
+
+def recorded_view(path: Path) -> RecordedView:
+    """Analyse one fully recorded run (the heavy part: load, analyse, diagnose)."""
+    from .findings import diagnose
+    from .pools import Pool
+    from .run import load
+    from .summary_report import analyze
+
+    run = load(path)
+    analysis = analyze(run)
+    # The sweep pinned the pool sizes on purpose: saying so again is noise.
+    findings = [f for f in diagnose(run, analysis) if not f.id.endswith("pinned-vs-cpus")]
+    pools = analysis.pools.set_index("pool") if len(analysis.pools) else pd.DataFrame()
+
+    def mean(pool: Pool) -> float | None:
+        if pool.value not in pools.index:
+            return None
+        return float(pools.loc[pool.value, "mean"])
+
+    shares = analysis.breakdown.sort_values("share", ascending=False)
+    top = (str(shares.iloc[0]["category"]), float(shares.iloc[0]["share"])) if len(shares) else None
+    return RecordedView(
+        mean(Pool.INTRA_OP),
+        mean(Pool.INTER_OP),
+        findings[0] if findings else None,
+        top,
+        path,
+    )

@@ -1,0 +1,103 @@
+"""The numbers of a sweep: per-setting medians and spreads, speedups, and a verdict that
+respects noise.
+
+A setting beats another only when their ranges (min..max over the repeats) do not overlap
+and the gain is at least ``MIN_GAIN``: with five interleaved repeats, disjoint ranges are
+a conservative test (the chance that 5 + 5 draws of the same distribution fall apart is
+2 / C(10, 5) = 0.8 %). When the ranges overlap, the verdict is "no significant
+difference", never a winner picked from noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+MIN_REPEATS = 3  # fewer repeats give no spread worth judging
+MIN_GAIN = 0.03  # differences below 3 % are not worth a setting, even when consistent
+
+# One row per timed run.
+RUN_COLUMNS = ("intra", "inter", "round", "time_s", "cpu_util")
+
+
+def _key(df: pd.DataFrame) -> pd.Series:
+    return df["intra"].astype("string").fillna("-") + "/" + df["inter"].astype("string").fillna("-")
+
+
+def summarize(runs: pd.DataFrame, baseline: tuple[int | None, int | None]) -> pd.DataFrame:
+    """One row per setting, in the order the settings first appear.
+
+    Columns: intra, inter, runs, median_s, min_s, max_s, spread (max-min over the
+    median), speedup (baseline median / median), speedup_lo / speedup_hi (worst and best
+    case from the two ranges), cpu_util (median), is_baseline.
+    """
+    runs = runs.assign(_key=_key(runs))
+    order = list(dict.fromkeys(runs["_key"]))
+    g = runs.groupby("_key", sort=False)
+    table = pd.DataFrame(
+        {
+            "intra": g["intra"].first(),
+            "inter": g["inter"].first(),
+            "runs": g["time_s"].count(),
+            "median_s": g["time_s"].median(),
+            "min_s": g["time_s"].min(),
+            "max_s": g["time_s"].max(),
+            "cpu_util": g["cpu_util"].median(),
+        }
+    ).loc[order]
+    base_key = _key(pd.DataFrame({"intra": [baseline[0]], "inter": [baseline[1]]}).astype("Int64"))
+    base = table.loc[base_key.iloc[0]]
+    table["spread"] = (table["max_s"] - table["min_s"]) / table["median_s"]
+    table["speedup"] = base["median_s"] / table["median_s"]
+    table["speedup_lo"] = base["min_s"] / table["max_s"]
+    table["speedup_hi"] = base["max_s"] / table["min_s"]
+    table["is_baseline"] = table.index == base_key.iloc[0]
+    return table.reset_index(drop=True)
+
+
+def faster(a: pd.Series, b: pd.Series) -> bool:
+    """``a`` is faster than ``b`` beyond noise: disjoint ranges and a gain worth having."""
+    return bool(a["max_s"] < b["min_s"] and b["median_s"] / a["median_s"] >= 1 + MIN_GAIN)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "faster" | "no-difference" | "too-few-runs"
+    recommended: int  # row of the summary
+    fastest: int  # row with the lowest median
+    slower: tuple[int, ...]  # rows significantly slower than the recommended one
+    tied: tuple[int, ...]  # rows within noise of the fastest
+
+
+def verdict(table: pd.DataFrame, cpus: int) -> Verdict:
+    """The setting to use: the baseline unless something beats it beyond noise; among the
+    settings within noise of the fastest, the one with the fewest threads."""
+    fastest = int(table["median_s"].idxmin())
+    base = int(table.index[table["is_baseline"]][0])
+    tied = tuple(int(i) for i in table.index if not faster(table.loc[fastest], table.loc[i]))
+    if int(table["runs"].min()) < MIN_REPEATS:
+        return Verdict("too-few-runs", fastest, fastest, (), tied)
+    if base in tied:
+        slower = tuple(int(i) for i in table.index if faster(table.loc[base], table.loc[i]))
+        return Verdict("no-difference", base, fastest, slower, tied)
+    threads = _threads(table, cpus)
+    pick = min(tied, key=lambda i: (threads[i], table.loc[i, "median_s"]))
+    slower = tuple(int(i) for i in table.index if faster(table.loc[pick], table.loc[i]))
+    return Verdict("faster", pick, fastest, slower, tied)
+
+
+def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:
+    def size(v: object) -> int:
+        return cpus if pd.isna(v) or v == 0 else int(v)  # type: ignore[call-overload]
+
+    return {int(i): size(r["intra"]) + size(r["inter"]) for i, r in table.iterrows()}
+
+
+def beyond_cpus(table: pd.DataFrame, cpus: int) -> list[int]:
+    """Rows whose intra- or inter-op pool alone has more threads than the usable CPUs."""
+    over = []
+    for i, r in table.iterrows():
+        if any(not pd.isna(v) and v > cpus for v in (r["intra"], r["inter"])):
+            over.append(int(i))
+    return over

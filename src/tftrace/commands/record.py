@@ -1,0 +1,100 @@
+"""``tftrace record [options] (script.py | -m module) [args]``: one run directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tftrace.errors import CliError
+from tftrace.tracer.options import DEFAULT_PYSPY_RATE, DEFAULT_SAMPLE_HZ
+
+NAME = "record"
+HELP = "run a workload under the TF profiler, py-spy and an OS thread sampler"
+USAGE = "tftrace record [options] (script.py | -m module) [args ...]"
+TAKES_TARGET = True
+ORDER = 0
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="run directory to create (default: a new timestamped directory under ./tftrace-runs/)",
+    )
+    p.add_argument("--name", help="a label for the run (kept in the manifest and the default path)")
+    g = p.add_argument_group("TensorFlow profiler")
+    g.add_argument("--no-tf-profiler", action="store_true", help="do not run the TF profiler")
+    g.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="start the profiler this long after the workload starts",
+    )
+    g.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop the profiler after this long (default: the whole run)",
+    )
+    g = p.add_argument_group("py-spy (Python threads)")
+    g.add_argument("--no-pyspy", action="store_true", help="do not run py-spy")
+    g.add_argument(
+        "--pyspy-rate",
+        type=int,
+        default=DEFAULT_PYSPY_RATE,
+        metavar="HZ",
+        help=f"py-spy samples per second (default {DEFAULT_PYSPY_RATE})",
+    )
+    g.add_argument(
+        "--native", action="store_true", help="py-spy --native (very slow on TF processes)"
+    )
+    g.add_argument(
+        "--pyspy-blocking",
+        action="store_true",
+        help="let py-spy pause the process per sample (exact, but costly)",
+    )
+    g.add_argument("--pyspy-path", metavar="PATH", help="the py-spy executable to use")
+    g = p.add_argument_group("OS thread sampler")
+    g.add_argument("--no-sampler", action="store_true", help="do not sample /proc")
+    g.add_argument(
+        "--sample-hz",
+        type=float,
+        default=DEFAULT_SAMPLE_HZ,
+        metavar="HZ",
+        help=f"samples per second (default {DEFAULT_SAMPLE_HZ:g})",
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.run_summary import render_record_footer
+    from tftrace.tracer.options import RecordOptions
+    from tftrace.tracer.recorder import RecordError, record
+
+    if ns.delay < 0 or (ns.duration is not None and ns.duration <= 0):
+        raise CliError("record: --delay must be >= 0 and --duration > 0")
+    if ns.sample_hz <= 0 or ns.pyspy_rate <= 0:
+        raise CliError("record: rates must be positive")
+    options = RecordOptions(
+        target=ns.target,
+        output=ns.output,
+        name=ns.name,
+        tf_profiler=not ns.no_tf_profiler,
+        delay_s=ns.delay,
+        duration_s=ns.duration,
+        pyspy=not ns.no_pyspy,
+        pyspy_rate=ns.pyspy_rate,
+        pyspy_native=ns.native,
+        pyspy_blocking=ns.pyspy_blocking,
+        pyspy_path=ns.pyspy_path,
+        sampler=not ns.no_sampler,
+        sample_hz=ns.sample_hz,
+    )
+    try:
+        result = record(options)
+    except RecordError as e:
+        raise CliError(str(e)) from None
+    render_record_footer(result.run.path, result.manifest)
+    return result.exit_code
