@@ -31,6 +31,8 @@ RECORDINGS: dict[str, tuple[tuple[str, ...], int | None, int | None]] = {
     "data-parallel": (("data_parallel_heavy_step.py",), 2, 2),
     "late-setter": (("late_setter.py",), 2, 2),
     "own-settings": (("own_settings.py",), None, None),
+    "small-elementwise": (("eager_small_elementwise.py",), 2, 2),
+    "large-elementwise": (("eager_small_elementwise.py", "4000000", "75"), 2, 2),
 }
 
 # rule id -> (a recording that must trigger it, one that must not)
@@ -43,7 +45,7 @@ CASES = {
     "input-pipeline-starves-step": ("data-sequential", "data-parallel"),
     "intra-op-pinned-vs-cpus": ("big-intra4", "big-intra2"),
     "threading-set-too-late": ("late-setter", "own-settings"),
-    "eigen-spin": (None, "big-intra2"),  # no workload made TF 2.21's workers spin here
+    "eigen-spin": ("small-elementwise", "large-elementwise"),
 }
 
 
@@ -106,7 +108,7 @@ def _with_cpu(analysis, cpu_s: float, busy_s: float):
 
 
 def test_eigen_spin_rule_on_kernel_figures():
-    """The spin rule's thresholds, on CPU figures set by hand (no real trigger found here)."""
+    """The spin rule's thresholds, on CPU figures set by hand."""
     run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
     analysis = analyze(run)
     (spin,) = eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, busy_s=0.5))

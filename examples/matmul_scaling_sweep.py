@@ -1,0 +1,63 @@
+"""The matmul-scaling experiment: for products of growing size, the speedup that intra-op
+threads 1..CPUs give, each measured by ``tftrace sweep`` (fresh processes, interleaved
+repeats, steady state). Prints a Markdown table.
+
+    python examples/matmul_scaling_sweep.py [--sizes 128,512,1000,2000,3000] [--repeat 5]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def sweep(size: int, intra: list[int], repeat: int, out: Path) -> dict:
+    command = [
+        sys.executable,
+        "-m",
+        "tftrace",
+        "sweep",
+        "--intra",
+        ",".join(map(str, intra)),
+        "--inter",
+        "1",
+        "--repeat",
+        str(repeat),
+        "--no-explain",
+        "--json",
+        "-o",
+        str(out / f"size{size}"),
+        str(HERE / "matmul_scaling.py"),
+        "--size",
+        str(size),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"sweep of size {size} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="128,512,1000,2000,3000")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("-o", "--output", type=Path, default=Path("tftrace-sweeps/matmul-scaling"))
+    args = parser.parse_args()
+    intra = list(range(1, len(os.sched_getaffinity(0)) + 1))
+    print(f"| size | {' | '.join(f'intra {n}' for n in intra)} | verdict |")
+    print(f"|---:|{'---:|' * len(intra)}---|")
+    for size in map(int, args.sizes.split(",")):
+        result = sweep(size, intra, args.repeat, args.output)
+        cells = [
+            f"{s['median_s'] * 1e3:.3g} ms ({s['speedup']:.2f}x ±{s['spread'] / 2:.0%})"
+            for s in result["settings"]
+        ]
+        print(f"| {size} | {' | '.join(cells)} | {result['verdict']['text'][0]} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

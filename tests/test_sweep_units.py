@@ -1,0 +1,155 @@
+"""Sweep arithmetic on hand-built inputs: ladders, interleaving, timing spans, verdicts."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tftrace.analysis.step_timing import Measure, TimingError, measure, steps_frame
+from tftrace.analysis.sweep_stats import MIN_GAIN, beyond_cpus, summarize, verdict
+from tftrace.tracer.sweep import Setting, SweepError, grid, ladder, parse_values, schedule
+
+MS = 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("cpus", "expected"),
+    [(1, [1, 2]), (2, [1, 2, 4]), (3, [1, 2, 3, 4]), (6, [1, 2, 4, 6, 8]), (8, [1, 2, 4, 8, 16])],
+)
+def test_ladder_goes_up_to_the_cpus_and_one_step_beyond(cpus, expected):
+    assert ladder(cpus) == expected
+
+
+def test_parse_values():
+    assert parse_values("1,2,4", 2, "intra") == [1, 2, 4]
+    assert parse_values("2,2,0", 2, "intra") == [2, 0]  # duplicates once; 0 = TF's default
+    assert parse_values("auto", 2, "intra") == [1, 2, 4]
+    assert parse_values(None, 2, "inter") == [None]
+    for bad in ("1,x", "-1", ""):
+        with pytest.raises(SweepError):
+            parse_values(bad, 2, "intra")
+
+
+def test_schedule_interleaves_rounds():
+    a, b, c = Setting(1, None), Setting(2, None), Setting(4, None)
+    order = [s for _, s in schedule([a, b, c], 3)]
+    assert order == [a, b, c] * 3
+    assert [r for r, _ in schedule([a, b], 2)] == [0, 0, 1, 1]
+
+
+def test_settings_env_and_grid():
+    assert Setting(2, None).env() == {"TF_NUM_INTRAOP_THREADS": "2"}
+    assert Setting(0, 1).env() == {"TF_NUM_INTRAOP_THREADS": "0", "TF_NUM_INTEROP_THREADS": "1"}
+    assert grid([1, 2], [1, 2]) == [Setting(1, 1), Setting(2, 1), Setting(1, 2), Setting(2, 2)]
+    assert Setting(None, 0).threads(cpus=4) == 8
+
+
+def _steps(rows, main=1):
+    columns = ["kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns"]
+    return steps_frame({"columns": columns, "rows": rows, "main_thread": main})
+
+
+REPORT = {
+    "code_start_anchor": {"monotonic_ns": 0},
+    "end_anchor": {"monotonic_ns": 10_000 * MS},
+    "code_start_cpu_ns": 0,
+    "code_end_cpu_ns": 4_000 * MS,
+}
+
+
+def test_steady_state_starts_after_the_first_step():
+    # A slow first call (tracing), then three 100 ms calls back to back.
+    rows = [["tf.function", "step", None, 1, 0, 900 * MS, 0, 900 * MS]]
+    for i in range(3):
+        t = (900 + 100 * i) * MS
+        rows.append(["tf.function", "step", None, 1, t, t + 100 * MS, t, t + 50 * MS])
+    timing = measure(_steps(rows), REPORT, Measure.AUTO)
+    assert timing.steps == 3 and timing.seconds == pytest.approx(0.3)
+    assert timing.per_unit == pytest.approx(0.1)
+    assert timing.cpu_seconds == pytest.approx(0.25)  # process CPU clock: 1150 - 900 ms
+    assert "tf.function 'step'" in timing.basis
+
+
+def test_annotated_steps_win_over_function_calls_and_other_threads_are_ignored():
+    rows = [["annotation", "train", i, 1, i * MS * 10, (i + 1) * MS * 10, 0, 0] for i in range(5)]
+    rows += [["tf.function", "f", None, 1, 0, 1 * MS, 0, 0]] * 7
+    timing = measure(_steps(rows), REPORT, Measure.AUTO)
+    assert timing.steps == 4 and timing.per_unit == pytest.approx(0.01)
+    assert "Trace('train'" in timing.basis
+    # Calls on a side thread are not the steps when the main thread has its own.
+    calls = [["tf.function", "side", None, 2, i * MS, i * MS + 1, 0, 0] for i in range(9)]
+    calls += [["tf.function", "main", None, 1, i * MS * 20, i * MS * 21, 0, 0] for i in range(3)]
+    assert "'main'" in measure(_steps(calls), REPORT, Measure.AUTO).basis
+
+
+def test_marker_counts_the_time_inside_its_blocks():
+    rows = [
+        ["annotation", "measure", None, 1, 0, 200 * MS, 0, 100 * MS],
+        ["annotation", "measure", None, 1, 500 * MS, 800 * MS, 100 * MS, 400 * MS],
+        ["annotation", "other", None, 1, 0, 5000 * MS, 0, 0],
+    ]
+    timing = measure(_steps(rows), REPORT, Measure.AUTO, marker="measure")
+    assert timing.seconds == pytest.approx(0.5) and timing.cpu_seconds == pytest.approx(0.4)
+    assert timing.steps is None
+    with pytest.raises(TimingError):
+        measure(_steps(rows), REPORT, Measure.AUTO, marker="absent")
+
+
+def test_without_steps_auto_times_the_script_and_steps_mode_refuses():
+    one_call = _steps([["tf.function", "f", None, 1, 0, MS, 0, 0]])
+    timing = measure(one_call, REPORT, Measure.AUTO)
+    assert timing.seconds == pytest.approx(10.0) and timing.cpu_seconds == pytest.approx(4.0)
+    assert "no steps seen" in timing.basis
+    with pytest.raises(TimingError):
+        measure(one_call, REPORT, Measure.STEPS)
+    assert measure(one_call, REPORT, Measure.PROCESS, process=(12.0, 5.0)).seconds == 12.0
+
+
+def _runs(times: dict[tuple[int | None, int | None], list[float]]) -> pd.DataFrame:
+    rows = [
+        {"intra": k[0], "inter": k[1], "round": r, "time_s": t, "cpu_util": 0.5}
+        for k, ts in times.items()
+        for r, t in enumerate(ts)
+    ]
+    df = pd.DataFrame(rows)
+    return df.astype({"intra": "Int64", "inter": "Int64"})
+
+
+def test_summary_figures():
+    table = summarize(_runs({(1, 1): [2.0, 2.2, 1.8], (2, 1): [1.0, 1.1, 0.9]}), (1, 1))
+    base, two = table.iloc[0], table.iloc[1]
+    assert base["is_baseline"] and not two["is_baseline"]
+    assert two["median_s"] == 1.0 and two["speedup"] == pytest.approx(2.0)
+    assert two["speedup_lo"] == pytest.approx(1.8 / 1.1) and two["speedup_hi"] == 2.2 / 0.9
+    assert two["spread"] == pytest.approx(0.2)
+
+
+def test_disjoint_ranges_give_a_winner_and_fewer_threads_win_ties():
+    runs = _runs({(1, 1): [2.0, 2.1, 2.2], (2, 1): [1.0, 1.1, 1.05], (4, 1): [1.02, 1.08, 1.0]})
+    table = summarize(runs, (1, 1))
+    v = verdict(table, cpus=2)
+    assert v.kind == "faster"
+    assert table.loc[v.recommended, "intra"] == 2  # 4 is within noise of 2 but costs more
+    assert set(v.tied) == {1, 2} and v.slower == (0,)
+
+
+def test_overlapping_ranges_mean_no_significant_difference():
+    runs = _runs({(1, None): [1.0, 1.3, 1.1], (2, None): [0.95, 1.05, 1.2]})
+    v = verdict(summarize(runs, (1, None)), cpus=2)
+    assert v.kind == "no-difference" and v.recommended == 0
+
+
+def test_consistent_but_tiny_gains_are_not_a_win():
+    small = 1 + MIN_GAIN / 2
+    runs = _runs({(1, 1): [small * 1.0, small * 1.001, small * 1.002], (2, 1): [1.0, 1.001, 1.002]})
+    assert verdict(summarize(runs, (1, 1)), cpus=2).kind == "no-difference"
+
+
+def test_too_few_repeats_do_not_decide():
+    v = verdict(summarize(_runs({(1, 1): [2.0], (2, 1): [1.0]}), (1, 1)), cpus=2)
+    assert v.kind == "too-few-runs" and v.fastest == 1
+
+
+def test_settings_beyond_the_cpus():
+    table = summarize(_runs({(1, 1): [1.0], (4, 1): [1.0], (2, 3): [1.0]}), (1, 1))
+    assert beyond_cpus(table, cpus=2) == [1, 2]
