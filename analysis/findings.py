@@ -324,7 +324,7 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
         size, source = info.get("size"), info.get("source", "")
         if not size or not cpus:
             continue
-        limit = min(cpus, int(quota)) if quota else cpus
+        limit = min(cpus, max(1, int(quota))) if quota else cpus
         if source in ("env", "config") and size != limit:
             how = (
                 "TF_NUM_" + key.replace("_op", "OP").upper() + "_THREADS"

@@ -56,7 +56,14 @@ def main() -> None:
             f"{s['median_s'] * 1e3:.3g} ms ({s['speedup']:.2f}x ±{s['spread'] / 2:.0%})"
             for s in result["settings"]
         ]
-        print(f"| {size} | {' | '.join(cells)} | {result['verdict']['text'][0]} |", flush=True)
+        print(f"| {size} | {' | '.join(cells)} | {short_verdict(result)} |", flush=True)
+
+
+def short_verdict(result: dict) -> str:
+    verdict = result["verdict"]
+    if verdict["kind"] == "faster":
+        return f"use intra {verdict['recommended']['intra']}"
+    return {"no-difference": "no significant difference"}.get(verdict["kind"], "too few runs")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Recordings are shared between rules (one fresh process per configuration).
 
 from __future__ import annotations
 
+import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,3 +131,49 @@ def test_default_sizes_above_a_cgroup_quota():
     }
     found = pinned_sizes_vs_cpus(replace(run, manifest=manifest), analyze(run))
     assert {f.id for f in found} == {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"}
+
+
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller
+
+
+def _can_make_cpu_cgroup() -> bool:
+    probe = CPU_CGROUP / f"tftrace-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError:
+        return False
+    return (CPU_CGROUP / "cpu.cfs_quota_us").exists()
+
+
+@pytest.mark.skipif(
+    not _can_make_cpu_cgroup(), reason="needs a writable cgroup-v1 cpu controller (root)"
+)
+def test_default_sizes_above_a_real_cgroup_quota(tmp_path: Path):
+    """A real quota, half a CPU below the CPUs the process may be scheduled on."""
+    quota = len(os.sched_getaffinity(0)) - 0.5
+    group = CPU_CGROUP / f"tftrace-test-{os.getpid()}"
+    group.mkdir()
+    run_dir = tmp_path / "run"
+    try:
+        (group / "cpu.cfs_period_us").write_text("100000")
+        (group / "cpu.cfs_quota_us").write_text(str(int(quota * 100_000)))
+        record = tftrace_command(
+            "record", "--no-pyspy", "-o", run_dir, WORKLOADS / "eager_big_matmul.py"
+        )
+        proc = subprocess.run(
+            ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", *record],
+            env=quiet_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        throttled = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+    finally:
+        group.rmdir()
+    assert proc.returncode == 0, proc.stderr
+    assert int(throttled["nr_throttled"]) > 0  # the kernel did hold the run to its quota
+    run = load(run_dir)
+    assert run.manifest["host"]["cpu_quota"] == quota
+    found = {f.id for f in diagnose(run, analyze(run))}
+    assert {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"} <= found

@@ -225,3 +225,27 @@ def test_interrupted_sweep_keeps_what_it_measured(tmp_path: Path):
     assert 1 <= len(data["runs"]) < 20
     assert any(w.startswith("interrupted after") for w in data["warnings"])
     assert "Traceback" not in stderr
+
+
+def test_module_target_without_steps_times_the_script(tmp_path: Path):
+    done = tftrace(
+        "sweep",
+        "-o",
+        tmp_path / "s",
+        "--json",
+        "--intra",
+        "1",
+        "--repeat",
+        "1",
+        "--no-explain",
+        "-m",
+        "invocation_pkg",
+        tmp_path / "invocation.json",
+        cwd=WORKLOADS,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["target"] == ["-m", "invocation_pkg", str(tmp_path / "invocation.json")]
+    assert json.loads((tmp_path / "invocation.json").read_text())["name"] == "__main__"
+    assert data["runs"][0]["basis"] == "the whole script (no steps seen)"
+    assert data["unit"] == "s"

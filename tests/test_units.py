@@ -127,3 +127,25 @@ def test_pool_of_tf_name(name, pool):
 )
 def test_pool_of_identity(thread, pool):
     assert pool_of_identity(thread)[0] is pool
+
+
+def test_cpu_quota_reads_the_tightest_of_v1_and_v2_hierarchies(tmp_path):
+    from tftrace.tracer.environment import cpu_quota
+
+    root = tmp_path / "cgroup"
+    (root / "cpu,cpuacct/docker/abc").mkdir(parents=True)
+    (root / "cpu,cpuacct/docker/cpu.cfs_quota_us").write_text("300000\n")
+    (root / "cpu,cpuacct/docker/cpu.cfs_period_us").write_text("100000\n")
+    (root / "cpu,cpuacct/docker/abc/cpu.cfs_quota_us").write_text("-1\n")  # unlimited
+    (root / "cpu,cpuacct/docker/abc/cpu.cfs_period_us").write_text("100000\n")
+    proc = tmp_path / "cgroup.txt"
+    proc.write_text("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n")
+    assert cpu_quota(proc, root) == 3.0  # the parent's quota binds the child
+    (root / "app/job").mkdir(parents=True)
+    (root / "app/cpu.max").write_text("150000 100000\n")
+    (root / "app/job/cpu.max").write_text("max 100000\n")
+    proc.write_text("0::/app/job\n")
+    assert cpu_quota(proc, root) == 1.5
+    proc.write_text("0::/\n")
+    assert cpu_quota(proc, root) is None
+    assert cpu_quota(tmp_path / "absent", root) is None

@@ -8,6 +8,7 @@ import socket
 import sys
 import time
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 # Environment variables that change how many threads TF, OpenMP or BLAS start.
@@ -57,16 +58,61 @@ def distribution_version(*names: str) -> dict[str, str]:
     return found
 
 
-def cpu_quota() -> float | None:
-    """CPUs allowed by a cgroup v2 quota (docker --cpus), or None when unlimited."""
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def cpu_quota(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT
+) -> float | None:
+    """CPUs allowed by a cgroup quota (docker --cpus), or None when unlimited.
+
+    The tightest quota of this process's cgroup and its ancestors, cgroup v2 (``cpu.max``)
+    or v1 (``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``). TF ignores quotas when it sizes
+    its pools, which is why they are worth knowing.
+    """
     try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    quotas: list[float] = []
+    for line in lines:
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hierarchy == "0" and not controllers:
+            for base in (root, root / "unified"):
+                quotas += _quotas_up(base, path, _v2_quota)
+        elif "cpu" in controllers.split(","):
+            for base in dict.fromkeys((root / controllers, root / "cpu", root / "cpu,cpuacct")):
+                quotas += _quotas_up(base, path, _v1_quota)
+    return min(quotas) if quotas else None
+
+
+def _quotas_up(base: Path, path: str, read: Any) -> list[float]:
+    found = []
+    here = base / path.strip("/")
+    while True:
+        quota = read(here)
+        if quota is not None:
+            found.append(quota)
+        if here == base or base not in here.parents:
+            return found
+        here = here.parent
+
+
+def _v2_quota(directory: Path) -> float | None:
+    try:
+        quota, period = (directory / "cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
     except (OSError, ValueError):
         return None
-    if quota == "max":
+
+
+def _v1_quota(directory: Path) -> float | None:
+    try:
+        quota = int((directory / "cpu.cfs_quota_us").read_text())
+        period = int((directory / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
         return None
-    return int(quota) / int(period)
+    return quota / period if quota > 0 and period > 0 else None
 
 
 def host_facts() -> dict[str, Any]:
