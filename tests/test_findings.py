@@ -177,3 +177,28 @@ def test_default_sizes_above_a_real_cgroup_quota(tmp_path: Path):
     assert run.manifest["host"]["cpu_quota"] == quota
     found = {f.id for f in diagnose(run, analyze(run))}
     assert {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"} <= found
+
+
+def _finding_ids(tmp_path: Path, script: str, intra: int) -> set[str]:
+    run_dir = tmp_path / f"intra{intra}"
+    proc = subprocess.run(
+        tftrace_command("record", "--no-pyspy", "-o", run_dir, WORKLOADS / script),
+        env=quiet_env(TF_NUM_INTRAOP_THREADS=str(intra)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = load(run_dir)
+    return {f.id for f in diagnose(run, analyze(run))}
+
+
+@pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 3, reason="needs >= 3 CPUs: an intra pool of 2..CPUs-1"
+)
+def test_intra_pool_smaller_than_cores(tmp_path: Path):
+    cpus = len(os.sched_getaffinity(0))
+    assert "intra-pool-smaller-than-cores" in _finding_ids(tmp_path, "eager_big_matmul.py", 2)
+    assert "intra-pool-smaller-than-cores" not in _finding_ids(
+        tmp_path, "eager_big_matmul.py", cpus
+    )
