@@ -76,7 +76,7 @@ def cpu_quota(
         return None
     quotas: list[float] = []
     for line in lines:
-        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        hierarchy, controllers, path = [*line.split(":", 2), "", ""][:3]
         if hierarchy == "0" and not controllers:
             for base in (root, root / "unified"):
                 quotas += _quotas_up(base, path, _v2_quota)

@@ -47,6 +47,7 @@ class RecordOptions:
     thread_identity: bool = True
     # Time tf.function calls and Trace blocks inside the workload (for sweeps).
     step_timer: bool = False
+    step_marker: str | None = None  # the Trace(NAME) blocks the step timer also keeps
     # Variables set (or, with None, removed) in the workload's environment.
     env: Mapping[str, str | None] = field(default_factory=dict)
     # Stream the workload's output to our terminal (it is kept in the run either way).

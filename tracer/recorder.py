@@ -176,6 +176,7 @@ def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[st
         "ready_fd": ready_fd,
         "thread_identity": options.thread_identity,
         "step_timer": options.step_timer,
+        "step_marker": options.step_marker,
     }
 
 

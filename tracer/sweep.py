@@ -113,6 +113,7 @@ class SweepOptions:
     repeat: int
     output: Path
     record_each: bool = False  # one fully recorded run per setting, for its analysis
+    marker: str | None = None  # the workload's Trace(NAME) blocks to time
     explain: tuple[Setting, ...] = ()  # settings to record for an explanation only
 
 
@@ -147,7 +148,9 @@ def _record(options: RecordOptions) -> RecordResult:
         raise SweepError(str(e)) from None
 
 
-def timed_run(target: Target, setting: Setting, round_: int, path: Path) -> TimedRun:
+def timed_run(
+    target: Target, setting: Setting, round_: int, path: Path, marker: str | None = None
+) -> TimedRun:
     cpu0, t0 = _child_cpu_s(), time.monotonic()
     result = _record(
         RecordOptions(
@@ -158,6 +161,7 @@ def timed_run(target: Target, setting: Setting, round_: int, path: Path) -> Time
             sampler=False,
             thread_identity=False,
             step_timer=True,
+            step_marker=marker,
             env=setting.env(),
             echo=False,
         )
@@ -192,7 +196,7 @@ def run_timed(options: SweepOptions, progress: Progress) -> Iterator[TimedRun]:
     for n, (round_, setting) in enumerate(plan, start=1):
         progress(f"{setting.label()}, round {round_ + 1}/{options.repeat}")
         path = options.output / TIMED_DIR / f"{n:03d}-{setting.slug()}"
-        run = timed_run(options.target, setting, round_, path)
+        run = timed_run(options.target, setting, round_, path, options.marker)
         check_exit(path, run.exit_code, f"{setting.label()} (round {round_ + 1})")
         yield run
 

@@ -147,7 +147,7 @@ def main(config_path: str) -> int:
             str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
         )
     if config.get("step_timer"):
-        timer = StepTimer()
+        timer = StepTimer(config.get("step_marker"))
         try:
             timer.install()
         except Exception as e:

@@ -121,6 +121,7 @@ def _options(ns: argparse.Namespace) -> Any:
         repeat=ns.repeat,
         output=output,
         record_each=ns.record,
+        marker=ns.marker,
     ), _baseline(ns.baseline, settings)
 
 
