@@ -71,24 +71,28 @@ def recommendation(result: SweepResult) -> list[str]:
 
 
 def render(result: SweepResult) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=100)
     recorded = bool(result.recorded)
-    table = Table(
-        title=f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · timed: "
+
+    console.print(
+        f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · timed: "
         + "; ".join(result.bases),
-        title_justify="left",
+        markup=False,
+        highlight=False,
     )
-    columns = ["", "intra", "inter", "runs", f"median {result.unit}", "spread", "speedup", "CPU"]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    columns = ["", "intra", "inter", "n", result.unit, "±", "speedup", "CPU"]
     if recorded:
-        columns += ["intra c.", "inter c.", "main finding"]
+        columns += ["intra c", "inter c", "main finding"]
     for i, c in enumerate(columns):
-        text = i == 0 or c == "main finding"
-        table.add_column(
-            c, justify="left" if text else "right", overflow="fold" if text else "ellipsis"
-        )
+        if c == "main finding":  # finding ids are up to ~30 characters: keep them whole
+            table.add_column(c, overflow="fold", min_width=22, ratio=1)
+        else:
+            table.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
     v = result.verdict
     for i, r in result.table.iterrows():
         tag = "base" if r["is_baseline"] else ""
@@ -100,7 +104,7 @@ def render(result: SweepResult) -> None:
             _pool_value(r["inter"]),
             str(int(r["runs"])),
             f"{r['median_s']:.4g}",
-            f"±{r['spread'] / 2:.1%}",
+            f"{r['spread'] / 2:.1%}",
             f"{r['speedup']:.2f}x",
             fmt(r["cpu_util"], ".0%"),
         ]
@@ -114,9 +118,9 @@ def render(result: SweepResult) -> None:
         table.add_row(*cells)
     console.print(table)
     console.print(
-        "spread: half the min-max range of the repeats · speedup: baseline median / median · "
-        "CPU: process CPU / (span x CPUs)"
-        + (" · c.: mean pool concurrency in the recorded run" if recorded else ""),
+        f"n runs · {result.unit}: their median · ±: half their min-max range · speedup: "
+        "baseline median / median · CPU: process CPU / (span x CPUs)"
+        + (" · c: mean pool concurrency in the recorded run" if recorded else ""),
         markup=False,
         highlight=False,
         style="dim",
@@ -139,7 +143,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def to_json(result: SweepResult) -> dict[str, Any]:
+def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
+    """The result as JSON; run paths relative to ``root`` (the sweep directory) if given."""
+
+    def where(path: Any) -> str:
+        path = Path(path)
+        if root is not None and path.resolve().is_relative_to(root.resolve()):
+            return str(path.resolve().relative_to(root.resolve()))
+        return str(path)
+
     def records(df: pd.DataFrame) -> list[dict[str, Any]]:
         return [{k: _clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
@@ -151,7 +163,7 @@ def to_json(result: SweepResult) -> dict[str, Any]:
             row["intra_concurrency"] = view.intra_concurrency
             row["inter_concurrency"] = view.inter_concurrency
             row["main_finding"] = view.finding.id if view.finding else None
-            row["recorded_run"] = str(view.path)
+            row["recorded_run"] = where(view.path)
     return {
         "target": result.target,
         "cpus": result.cpus,
@@ -167,7 +179,10 @@ def to_json(result: SweepResult) -> dict[str, Any]:
             "text": recommendation(result),
         },
         "warnings": result.warnings,
-        "runs": records(result.runs.drop(columns=["intra_calls", "inter_calls"])),
+        "runs": [
+            {**row, "path": where(row["path"])}
+            for row in records(result.runs.drop(columns=["intra_calls", "inter_calls"]))
+        ],
     }
 
 

@@ -153,3 +153,42 @@ def test_too_few_repeats_do_not_decide():
 def test_settings_beyond_the_cpus():
     table = summarize(_runs({(1, 1): [1.0], (4, 1): [1.0], (2, 3): [1.0]}), (1, 1))
     assert beyond_cpus(table, cpus=2) == [1, 2]
+
+
+def test_terminal_table_fits_100_columns_and_says_the_verdict(capsys):
+    from types import SimpleNamespace
+
+    from tftrace.analysis.findings import Finding, Severity
+    from tftrace.analysis.sweep_report import recommendation, render
+    from tftrace.analysis.sweep_result import RecordedView, SweepResult
+
+    runs = _runs({(1, 1): [2.0, 2.1, 2.2], (2, 1): [1.0, 1.1, 1.05], (4, 1): [1.3, 1.4, 1.35]})
+    table = summarize(runs, (1, 1))
+    inline = Finding("ops-run-inline", Severity.HIGH, "intra-op", "ops ran <inline>.", "raise")
+    result = SweepResult(
+        target=["train.py", "--epochs", "1"],
+        cpus=2,
+        unit="s/step",
+        bases=["steady state over tf.function 'step' calls"],
+        runs=runs,
+        table=table,
+        verdict=verdict(table, cpus=2),
+        warnings=["intra 4 · inter 1 asks for more threads than the 2 CPUs"],
+        recorded={
+            (1, 1): RecordedView(0.0, 0.0, inline, ("op, intra idle", 0.9), SimpleNamespace()),
+            (2, 1): RecordedView(1.9, 0.0, None, ("intra-op parallel", 0.8), SimpleNamespace()),
+        },
+    )
+    render(result)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "ops-run-inline" in out and "warning: intra 4" in out
+    lines = recommendation(result)
+    assert lines[0] == (
+        "Use intra 2 · inter 1: 2.00x faster than intra 1 · inter 1 "
+        "(1.82-2.20x across the repeats)."  # 2.0 / 1.1 .. 2.2 / 1.0
+    )
+    assert (
+        "Slower beyond noise than intra 2 · inter 1: intra 1 · inter 1, intra 4 · inter 1." in lines
+    )
+    assert lines[-1] == "Why: in the recorded run of intra 1 · inter 1: ops ran <inline>."

@@ -243,7 +243,7 @@ def _finish(options: Any, result: Any, ns: argparse.Namespace, stderr: Any) -> N
             "marker": ns.marker,
             "record": ns.record,
         },
-        **to_json(result),
+        **to_json(result, options.output),
     }
     options.output.mkdir(parents=True, exist_ok=True)
     write_json_atomic(options.output / SWEEP_FILE, data)
