@@ -161,6 +161,7 @@ def test_auto_ladder_and_settings_beyond_the_cpus(tmp_path: Path):
         (("--repeat", "0", "timed_steps.py"), "--repeat"),
         (("--baseline", "7,7", "timed_steps.py"), "not one of the settings"),
         (("--marker", "m", "--measure", "process", "timed_steps.py"), "--marker"),
+        (("timed_steps.py", "--intra", "1,2"), "put sweep options first"),
     ],
 )
 def test_bad_arguments(tmp_path: Path, args: tuple[str, ...], message: str):

@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             ns = subparsers[argv[0]].parse_args(own)
             ns.command = argv[0]
             ns.target = parse_target(argv[0], words)
+            ns.target_after_separator = len(own) + len(words) < len(argv) - 1  # "--" used
             return int(modules[argv[0]].run(ns))
         ns = parser.parse_args(argv)
         if ns.command in modules:

@@ -17,6 +17,8 @@ TAKES_TARGET = True
 ORDER = 1
 DEFAULT_REPEAT = 5
 DEFAULT_SWEEPS_DIR = Path("tftrace-sweeps")
+# Sweep options a user may write after the script by mistake, as other tools take them.
+OWN_OPTIONS = ("--intra", "--inter", "--repeat", "--measure", "--marker", "--record")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -100,6 +102,13 @@ def _options(ns: argparse.Namespace) -> Any:
     from tftrace.tracer.rundir import default_run_path
     from tftrace.tracer.sweep import SweepError, SweepOptions, grid, parse_values
 
+    misplaced = [a for a in ns.target.args if a.split("=")[0] in OWN_OPTIONS]
+    if misplaced and not getattr(ns, "target_after_separator", False):
+        raise CliError(
+            f"sweep: {misplaced[0]} comes after the script, so it would go to the workload; put "
+            "sweep options first (tftrace sweep --intra 1,2 script.py args), or separate "
+            "them with -- if the workload takes that option itself"
+        )
     if ns.repeat < 1:
         raise CliError("sweep: --repeat must be >= 1")
     if ns.marker is not None and ns.measure in ("script", "process"):
