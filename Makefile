@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine (see README):
-#   make demo   installs tftrace and TensorFlow into .venv, records and analyses an example workload
+#   make demo   installs tftrace and TensorFlow into .venv, records and analyses an example workload,
+#               then sweeps intra-op threads 1..2 on another
 #   make test   installs the same plus the test tools, then runs lint, type check and tests
 PYTHON ?= python3
 VENV ?= .venv
@@ -23,6 +24,8 @@ demo: $(STAMP)
 	$(BIN)/tftrace threads $$(ls -d tftrace-runs/demo-* | tail -n 1)
 	$(BIN)/tftrace analyze $$(ls -d tftrace-runs/demo-* | tail -n 1)
 	$(BIN)/tftrace report $$(ls -d tftrace-runs/demo-* | tail -n 1)
+	$(BIN)/tftrace sweep --intra 1,2 --inter 1 --repeat 3 --name demo \
+		examples/matmul_scaling.py --size 1500
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
