@@ -43,6 +43,9 @@ class Finding:
     window: tuple[int, int] | None = None
 
 
+PY_FUNC_OPS = ("EagerPyFunc", "PyFunc", "PyFuncStateless")  # tf.py_function / tf.numpy_function
+
+
 def _share(analysis: Analysis, category: str) -> float:
     b = analysis.breakdown.set_index("category")["share"]
     return float(b.get(category, 0.0))
@@ -109,10 +112,14 @@ SMALL_OP_PARALLELISM = 1.2  # top ops kept fewer than 1.2 Eigen workers busy on 
 TOP_OP_SHARE = 0.2  # ... while taking >= 20 % of the window
 
 
+# Op types that are not Eigen work: function calls, input waits, and Python (python-bound).
+NOT_SPLITTABLE = ("__inference_", "IteratorGetNext", *PY_FUNC_OPS)
+
+
 def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
     size = _configured(run, "intra_op").get("size") or 0
     ops = analysis.top_ops
-    ops = ops[~ops["op_type"].astype(str).str.startswith(("__inference_", "IteratorGetNext"))]
+    ops = ops[~ops["op_type"].astype(str).str.startswith(NOT_SPLITTABLE)]
     lo, hi = analysis.window
     if size < 2 or ops.empty or hi <= lo:
         return []
@@ -228,7 +235,7 @@ def python_bound(run: Run, analysis: Analysis) -> list[Finding]:
     if share < PYTHON_SHARE:
         return []
     ops = analysis.top_ops
-    py = ops[ops["op_type"].isin(["EagerPyFunc", "PyFunc", "PyFuncStateless"])]
+    py = ops[ops["op_type"].isin(PY_FUNC_OPS)]
     where = "tf.py_function / py_func ops" if len(py) else "Python code on the main thread"
     return [
         Finding(

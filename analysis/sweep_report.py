@@ -163,6 +163,7 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
             row["intra_concurrency"] = view.intra_concurrency
             row["inter_concurrency"] = view.inter_concurrency
             row["main_finding"] = view.finding.id if view.finding else None
+            row["concurrency_over"] = view.concurrency_over
             row["recorded_run"] = where(view.path)
     return {
         "target": result.target,

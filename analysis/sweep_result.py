@@ -43,6 +43,7 @@ class RecordedView:
     finding: Any | None  # the most severe Finding, if any
     top_category: tuple[str, float] | None  # the breakdown's largest share
     path: Path
+    concurrency_over: str = "the trace window"
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ def build(
 
 def recorded_view(path: Path) -> RecordedView:
     """Analyse one fully recorded run (the heavy part: load, analyse, diagnose)."""
+    from .concurrency import pools_table
     from .findings import diagnose
     from .pools import Pool
     from .run import load
@@ -202,7 +204,15 @@ def recorded_view(path: Path) -> RecordedView:
     analysis = analyze(run)
     # The sweep pinned the pool sizes on purpose: saying so again is noise.
     findings = [f for f in diagnose(run, analysis) if not f.id.endswith("pinned-vs-cpus")]
-    pools = analysis.pools.set_index("pool") if len(analysis.pools) else pd.DataFrame()
+    # Concurrency over the same steady span the timed runs measure, when the trace has steps.
+    steps = analysis.steps.table
+    table = analysis.pools
+    over = "the trace window"
+    if len(steps) >= 2:
+        window = (int(steps["end_ns"].iloc[0]), int(steps["end_ns"].iloc[-1]))
+        table = pools_table(run, window)
+        over = f"the steady steps ({analysis.steps.source})"
+    pools = table.set_index("pool") if len(table) else pd.DataFrame()
 
     def mean(pool: Pool) -> float | None:
         if pool.value not in pools.index:
@@ -217,4 +227,5 @@ def recorded_view(path: Path) -> RecordedView:
         findings[0] if findings else None,
         top,
         path,
+        over,
     )

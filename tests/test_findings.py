@@ -29,6 +29,7 @@ RECORDINGS: dict[str, tuple[tuple[str, ...], int | None, int | None]] = {
     "branches-inter2": (("two_big_branches.py",), 1, 2),
     "small-ops": (("small_ops.py",), 2, 2),
     "py-function": (("py_function_loop.py",), 1, 1),
+    "py-function-intra2": (("py_function_loop.py",), 2, 2),
     "data-sequential": (("data_sequential.py",), 2, 2),
     "data-parallel": (("data_parallel_heavy_step.py",), 2, 2),
     "late-setter": (("late_setter.py",), 2, 2),
@@ -83,6 +84,12 @@ def test_rule_triggers_on_its_workload_only(findings, rule: str):
     if triggers is not None:
         assert rule in findings[triggers], findings[triggers]
     assert rule not in findings[quiet], findings[quiet]
+
+
+def test_python_ops_are_python_bound_not_too_small_to_split(findings):
+    """A tf.py_function holds the GIL: no Eigen split was possible, so that rule stays quiet."""
+    assert "python-bound" in findings["py-function-intra2"]
+    assert "ops-too-small-to-split" not in findings["py-function-intra2"]
 
 
 def test_findings_are_ordered_by_severity():

@@ -250,3 +250,17 @@ def test_module_target_without_steps_times_the_script(tmp_path: Path):
     assert json.loads((tmp_path / "invocation.json").read_text())["name"] == "__main__"
     assert data["runs"][0]["basis"] == "the whole script (no steps seen)"
     assert data["unit"] == "s"
+
+
+def test_record_adds_each_settings_analysis(tmp_path: Path):
+    out = tmp_path / "s"
+    data = sweep(out, "--intra", "1,2", "--repeat", "1", "--record", WORKLOADS / "timed_steps.py")
+    for row in data["settings"]:
+        assert (out / row["recorded_run"] / "manifest.json").exists()
+        assert (
+            row["concurrency_over"].startswith("the steady steps (")
+            and "step)" in row["concurrency_over"]
+        )
+        # Each step is Python under the GIL: no Eigen worker has anything to do.
+        assert row["intra_concurrency"] == pytest.approx(0.0, abs=0.05)
+        assert row["main_finding"] == "python-bound"
