@@ -96,6 +96,7 @@ def time_run(facts: RunFacts, how: Measure, marker: str | None) -> dict[str, Any
         ),
         "basis": timing.basis,
         "wall_s": facts.wall_s,
+        "process_cpu_s": facts.cpu_s,
         "path": str(facts.path),
     }
     for key, pool in POOLS.items():
@@ -229,3 +230,48 @@ def recorded_view(path: Path) -> RecordedView:
         path,
         over,
     )
+
+
+class SweepDirError(Exception):
+    """A directory that is not a readable sweep (one line for the user)."""
+
+
+def load_sweep(path: Path) -> SweepResult:
+    """A finished sweep again, from its directory: the runs are re-timed from their files
+    and the recorded runs re-analysed; the warnings are the ones the sweep gave."""
+    data = _read_json(path / "sweep.json")
+    if data is None or data.get("kind") != "tftrace-sweep":
+        raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
+    options = data.get("options") or {}
+    facts = []
+    for r in data.get("runs") or []:
+        run_path = path / r["path"]
+        manifest = _read_json(run_path / "manifest.json")
+        if manifest is None:
+            raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
+        facts.append(
+            RunFacts(
+                r["intra"],
+                r["inter"],
+                r["round"],
+                run_path,
+                r["wall_s"],
+                r.get("process_cpu_s"),
+                manifest,
+            )
+        )
+    if not facts:
+        raise SweepDirError(f"{path}: the sweep has no finished run")
+    (base,) = [s for s in data["settings"] if s.get("is_baseline")]
+    result = build(
+        facts,
+        Measure(options.get("measure") or "auto"),
+        options.get("marker"),
+        (base["intra"], base["inter"]),
+        list(data.get("target") or []),
+    )
+    result.warnings[:] = list(data.get("warnings") or [])
+    for s in data["settings"]:
+        if s.get("recorded_run"):
+            result.recorded[(s["intra"], s["inter"])] = recorded_view(path / s["recorded_run"])
+    return result

@@ -1,4 +1,5 @@
-"""``tftrace summary RUN``: what a run directory holds (from its manifest, no trace read)."""
+"""``tftrace summary RUN``: what a run directory holds (from its manifest, no trace read),
+or, given a sweep directory, the sweep's table and verdict again."""
 
 from __future__ import annotations
 
@@ -8,19 +9,37 @@ from pathlib import Path
 from tftrace.errors import CliError
 
 NAME = "summary"
-HELP = "print what a run directory holds"
+HELP = "print what a run directory holds, or a sweep directory's result"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", type=Path, help="a run directory written by tftrace record")
+    parser.add_argument(
+        "run", type=Path, help="a run directory (tftrace record) or a sweep directory (sweep)"
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.run_summary import RunDirError, render_summary, summarize
 
+    if (ns.run / "sweep.json").exists():
+        return _sweep(ns.run)
     try:
         summary = summarize(ns.run)
     except RunDirError as e:
         raise CliError(str(e)) from None
     render_summary(summary)
+    return 0
+
+
+def _sweep(path: Path) -> int:
+    from tftrace.analysis.errors import TraceError
+    from tftrace.analysis.step_timing import TimingError
+    from tftrace.analysis.sweep_report import render
+    from tftrace.analysis.sweep_result import SweepDirError, load_sweep
+
+    try:
+        result = load_sweep(path)
+    except (SweepDirError, TimingError, TraceError) as e:
+        raise CliError(str(e)) from None
+    render(result)
     return 0
