@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the command line stays light: these load only when a sweep runs
+    from tftrace.analysis.step_timing import Measure
+    from tftrace.analysis.sweep_result import RunFacts, SweepResult
+    from tftrace.tracer.sweep import Setting, SweepOptions
 
 from tftrace.errors import CliError
 
@@ -79,7 +85,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _baseline(text: str | None, settings: list[Any]) -> Any:
+def _baseline(text: str | None, settings: list[Setting]) -> Setting:
     from tftrace.tracer.sweep import Setting
 
     if text is None:
@@ -94,7 +100,7 @@ def _baseline(text: str | None, settings: list[Any]) -> Any:
     return wanted
 
 
-def _options(ns: argparse.Namespace) -> Any:
+def _options(ns: argparse.Namespace) -> tuple[SweepOptions, Setting]:
     import os
 
     from tftrace.tracer.options import RecordOptions
@@ -145,7 +151,7 @@ def run(ns: argparse.Namespace) -> int:
     how = Measure(ns.measure)
     stderr = Console(stderr=True)
     plan = len(options.settings) * options.repeat
-    facts: list[Any] = []
+    facts: list[RunFacts] = []
     interrupted = False
     with Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -181,7 +187,12 @@ def run(ns: argparse.Namespace) -> int:
 
 
 def _timed(
-    options: Any, how: Any, marker: str | None, facts: list[Any], step: Any, done: Any
+    options: SweepOptions,
+    how: Measure,
+    marker: str | None,
+    facts: list[RunFacts],
+    step: Callable[[str], None],
+    done: Callable[[], None],
 ) -> None:
     """Run every timed run into ``facts``; each is timed at once so a bad marker fails early."""
     from tftrace.analysis.sweep_result import RunFacts, time_run
@@ -196,7 +207,13 @@ def _timed(
         done()
 
 
-def _result(options: Any, facts: list[Any], how: Any, marker: str | None, baseline: Any) -> Any:
+def _result(
+    options: SweepOptions,
+    facts: list[RunFacts],
+    how: Measure,
+    marker: str | None,
+    baseline: Setting,
+) -> SweepResult:
     from tftrace.analysis.sweep_result import build
 
     present = {(f.intra, f.inter) for f in facts}
@@ -206,7 +223,7 @@ def _result(options: Any, facts: list[Any], how: Any, marker: str | None, baseli
     return build(facts, how, marker, base, list(options.target.argv()))
 
 
-def _to_record(options: Any, result: Any, no_explain: bool) -> list[Any]:
+def _to_record(options: SweepOptions, result: SweepResult, no_explain: bool) -> list[Setting]:
     from tftrace.analysis.sweep_result import setting_key
     from tftrace.tracer.sweep import Setting
 
@@ -221,7 +238,13 @@ def _to_record(options: Any, result: Any, no_explain: bool) -> list[Any]:
     return [Setting(*setting_key(t.loc[i])) for i in dict.fromkeys(rows)]
 
 
-def _recorded(options: Any, result: Any, settings: list[Any], step: Any, done: Any) -> None:
+def _recorded(
+    options: SweepOptions,
+    result: SweepResult,
+    settings: list[Setting],
+    step: Callable[[str], None],
+    done: Callable[[], None],
+) -> None:
     from tftrace.analysis.errors import TraceError
     from tftrace.analysis.sweep_result import recorded_view
     from tftrace.tracer.sweep import run_recorded
@@ -234,7 +257,9 @@ def _recorded(options: Any, result: Any, settings: list[Any], step: Any, done: A
         done()
 
 
-def _finish(options: Any, result: Any, ns: argparse.Namespace, stderr: Any) -> None:
+def _finish(
+    options: SweepOptions, result: SweepResult, ns: argparse.Namespace, stderr: Any
+) -> None:
     import json
 
     from tftrace.analysis.sweep_report import plot, render, to_json
