@@ -49,15 +49,18 @@ def steps_frame(data: dict[str, Any] | None) -> pd.DataFrame:
     return df
 
 
-def _steady(rows: pd.DataFrame, basis: str) -> Timing | None:
+def _steady(rows: pd.DataFrame, basis: str, warmup: int) -> Timing | None:
+    """From the end of the last warm-up step to the end of the last step."""
     rows = rows.sort_values("end_ns")
-    if len(rows) < 2:
+    if len(rows) <= warmup or len(rows) < 2:
         return None
-    first, last = rows.iloc[0], rows.iloc[-1]
+    first, last = rows.iloc[max(warmup, 1) - 1], rows.iloc[-1]
+    if warmup > 1:
+        basis += f" after {warmup} warm-up steps"
     return Timing(
         basis,
         (int(last.end_ns) - int(first.end_ns)) / 1e9,
-        len(rows) - 1,
+        len(rows) - max(warmup, 1),
         (int(last.cpu1_ns) - int(first.cpu1_ns)) / 1e9,
     )
 
@@ -81,12 +84,13 @@ def from_marker(steps: pd.DataFrame, marker: str) -> Timing:
     )
 
 
-def from_steps(steps: pd.DataFrame) -> Timing | None:
-    """Steady state over ``Trace(..., step_num=)`` blocks, else over tf.function calls."""
+def from_steps(steps: pd.DataFrame, warmup: int = 1) -> Timing | None:
+    """Steady state over ``Trace(..., step_num=)`` blocks, else over tf.function calls;
+    the first ``warmup`` steps (at least one: it traces) are left out."""
     annotated = _most_common(steps[(steps["kind"] == "annotation") & steps["step_num"].notna()])
     if annotated is not None:
         name, rows = annotated
-        found = _steady(rows, f"steady state over Trace({name!r}, step_num=...) steps")
+        found = _steady(rows, f"steady state over Trace({name!r}, step_num=...) steps", warmup)
         if found is not None:
             return found
     calls = steps[steps["kind"] == "tf.function"]
@@ -96,7 +100,7 @@ def from_steps(steps: pd.DataFrame) -> Timing | None:
     function = _most_common(calls)
     if function is not None:
         name, rows = function
-        return _steady(rows, f"steady state over tf.function {name!r} calls")
+        return _steady(rows, f"steady state over tf.function {name!r} calls", warmup)
     return None
 
 
@@ -117,6 +121,7 @@ def measure(
     how: Measure,
     marker: str | None = None,
     process: tuple[float, float | None] | None = None,
+    warmup: int = 1,
 ) -> Timing:
     """Time one run. ``process`` is the (wall, CPU) seconds its parent measured."""
     if how is Measure.PROCESS:
@@ -127,12 +132,12 @@ def measure(
         return from_script(report)
     if marker is not None:
         return from_marker(steps, marker)
-    found = from_steps(steps)
+    found = from_steps(steps, warmup)
     if found is not None:
         return found
     if how is Measure.STEPS:
         raise TimingError(
-            "no steps seen: the workload ran fewer than two tf.function calls and "
-            "Trace(..., step_num=) blocks (use --measure script, or --marker NAME)"
+            f"no steady steps seen: the workload ran no more than {max(warmup, 1)} tf.function "
+            "calls or Trace(..., step_num=) blocks (use --measure script, or --marker NAME)"
         )
     return replace(from_script(report), basis="the whole script (no steps seen)")

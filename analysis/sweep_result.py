@@ -74,11 +74,11 @@ def _usable_cpus(manifest: dict[str, Any]) -> int:
     return len(host.get("cpu_affinity") or []) or int(host.get("cpu_count") or 1)
 
 
-def time_run(facts: RunFacts, how: Measure, marker: str | None) -> dict[str, Any]:
+def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
     """One row of the runs table: the timing and the pool sizes the run really had."""
     steps = steps_frame(_read_json(facts.path / "workload" / "steps.json"))
     report = _read_json(facts.path / "workload" / "report.json") or {}
-    timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s))
+    timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
     cpus = _usable_cpus(facts.manifest)
     pools = facts.manifest.get("pools") or {}
     calls = (facts.manifest.get("workload") or {}).get("setter_calls") or []
@@ -173,8 +173,9 @@ def build(
     marker: str | None,
     baseline: tuple[int | None, int | None],
     target: list[str],
+    warmup: int = 1,
 ) -> SweepResult:
-    rows = [time_run(f, how, marker) for f in facts]
+    rows = [time_run(f, how, marker, warmup) for f in facts]
     runs = pd.DataFrame(rows)
     runs["intra"] = runs["intra"].astype("Int64")
     runs["inter"] = runs["inter"].astype("Int64")
@@ -269,6 +270,7 @@ def load_sweep(path: Path) -> SweepResult:
         options.get("marker"),
         (base["intra"], base["inter"]),
         list(data.get("target") or []),
+        int(options.get("warmup_steps") or 1),
     )
     result.warnings[:] = list(data.get("warnings") or [])
     for s in data["settings"]:

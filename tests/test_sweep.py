@@ -46,6 +46,19 @@ def test_steps_of_known_length(tmp_path: Path):
     # own small overhead: the process CPU per step, back from the utilisation.
     cpu_per_step = run["cpu_util"] * data["cpus"] * run["time_s"]
     assert 0.0495 <= cpu_per_step <= 0.06
+    warm = sweep(
+        tmp_path / "w",
+        "--intra",
+        "1",
+        "--repeat",
+        "1",
+        "--warmup-steps",
+        "3",
+        WORKLOADS / "timed_steps.py",
+    )
+    (run,) = warm["runs"]
+    assert run["steps"] == 3 and run["time_s"] == pytest.approx(0.1, rel=0.1)
+    assert warm["options"]["warmup_steps"] == 3
     marker = sweep(
         tmp_path / "m",
         "--intra",

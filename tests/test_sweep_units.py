@@ -70,6 +70,17 @@ def test_steady_state_starts_after_the_first_step():
     assert "tf.function 'step'" in timing.basis
 
 
+def test_warmup_steps_move_the_start_of_the_steady_state():
+    # Steps end at 100, 300, 400, 500 and 600 ms: two warm-up steps leave 3 steps of 100 ms.
+    ends = [100, 300, 400, 500, 600]
+    rows = [["tf.function", "step", None, 1, 0, e * MS, 0, e * MS] for e in ends]
+    timing = measure(_steps(rows), REPORT, Measure.AUTO, warmup=2)
+    assert timing.steps == 3 and timing.per_unit == pytest.approx(0.1)
+    assert timing.basis.endswith("after 2 warm-up steps")
+    with pytest.raises(TimingError):
+        measure(_steps(rows), REPORT, Measure.STEPS, warmup=5)
+
+
 def test_annotated_steps_win_over_function_calls_and_other_threads_are_ignored():
     rows = [["annotation", "train", i, 1, i * MS * 10, (i + 1) * MS * 10, 0, 0] for i in range(5)]
     rows += [["tf.function", "f", None, 1, 0, 1 * MS, 0, 0]] * 7

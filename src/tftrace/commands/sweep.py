@@ -56,6 +56,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "script = the workload's code; process = the whole process",
     )
     p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=1,
+        metavar="N",
+        help="steps left out before the steady state starts (default 1: the one that traces)",
+    )
+    p.add_argument(
         "--marker",
         metavar="NAME",
         help="time only the workload's tf.profiler.experimental.Trace(NAME) blocks",
@@ -115,6 +122,8 @@ def _options(ns: argparse.Namespace) -> tuple[SweepOptions, Setting]:
             "sweep options first (tftrace sweep --intra 1,2 script.py args), or separate "
             "them with -- if the workload takes that option itself"
         )
+    if ns.warmup_steps < 1:
+        raise CliError("sweep: --warmup-steps must be >= 1 (the first step traces the function)")
     if ns.repeat < 1:
         raise CliError("sweep: --repeat must be >= 1")
     if ns.marker is not None and ns.measure in ("script", "process"):
@@ -167,8 +176,8 @@ def run(ns: argparse.Namespace) -> int:
             progress.update(task, description=text)
 
         try:
-            _timed(options, how, ns.marker, facts, step, lambda: progress.advance(task))
-            result = _result(options, facts, how, ns.marker, baseline)
+            _timed(options, how, ns, facts, step, lambda: progress.advance(task))
+            result = _result(options, facts, how, ns, baseline)
             to_record = _to_record(options, result, ns.no_explain)
             progress.update(task, total=plan + len(to_record))
             _recorded(options, result, to_record, step, lambda: progress.advance(task))
@@ -180,7 +189,7 @@ def run(ns: argparse.Namespace) -> int:
         if not facts:
             stderr.print("tftrace: sweep interrupted before any run finished", markup=False)
             return 130
-        result = _result(options, facts, how, ns.marker, baseline)
+        result = _result(options, facts, how, ns, baseline)
         result.warnings.append(f"interrupted after {len(facts)} of {plan} timed runs")
     _finish(options, result, ns, stderr)
     return 130 if interrupted else 0
@@ -189,7 +198,7 @@ def run(ns: argparse.Namespace) -> int:
 def _timed(
     options: SweepOptions,
     how: Measure,
-    marker: str | None,
+    ns: argparse.Namespace,
     facts: list[RunFacts],
     step: Callable[[str], None],
     done: Callable[[], None],
@@ -202,7 +211,7 @@ def _timed(
         f = RunFacts(
             r.setting.intra, r.setting.inter, r.round, r.path, r.wall_s, r.cpu_s, r.manifest
         )
-        time_run(f, how, marker)
+        time_run(f, how, ns.marker, ns.warmup_steps)
         facts.append(f)
         done()
 
@@ -211,7 +220,7 @@ def _result(
     options: SweepOptions,
     facts: list[RunFacts],
     how: Measure,
-    marker: str | None,
+    ns: argparse.Namespace,
     baseline: Setting,
 ) -> SweepResult:
     from tftrace.analysis.sweep_result import build
@@ -220,7 +229,8 @@ def _result(
     base = (baseline.intra, baseline.inter)
     if base not in present:  # interrupted before the baseline ran
         base = (facts[0].intra, facts[0].inter)
-    return build(facts, how, marker, base, list(options.target.argv()))
+    target = list(options.target.argv())
+    return build(facts, how, ns.marker, base, target, ns.warmup_steps)
 
 
 def _to_record(options: SweepOptions, result: SweepResult, no_explain: bool) -> list[Setting]:
@@ -275,6 +285,7 @@ def _finish(
             "repeat": ns.repeat,
             "measure": ns.measure,
             "marker": ns.marker,
+            "warmup_steps": ns.warmup_steps,
             "record": ns.record,
         },
         **to_json(result, options.output),
