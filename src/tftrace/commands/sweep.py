@@ -161,6 +161,7 @@ def run(ns: argparse.Namespace) -> int:
     stderr = Console(stderr=True)
     plan = len(options.settings) * options.repeat
     facts: list[RunFacts] = []
+    result: SweepResult | None = None
     interrupted = False
     with Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -185,12 +186,15 @@ def run(ns: argparse.Namespace) -> int:
             raise CliError(f"sweep: {e}") from None
         except KeyboardInterrupt:
             interrupted = True
-    if interrupted:
+    if interrupted and result is None:
         if not facts:
             stderr.print("tftrace: sweep interrupted before any run finished", markup=False)
             return 130
         result = _result(options, facts, how, ns, baseline)
         result.warnings.append(f"interrupted after {len(facts)} of {plan} timed runs")
+    elif interrupted and result is not None:
+        result.warnings.append("interrupted while recording runs to explain the result")
+    assert result is not None
     _finish(options, result, ns, stderr)
     return 130 if interrupted else 0
 
@@ -257,13 +261,15 @@ def _recorded(
 ) -> None:
     from tftrace.analysis.errors import TraceError
     from tftrace.analysis.sweep_result import recorded_view
-    from tftrace.tracer.sweep import run_recorded
+    from tftrace.tracer.sweep import SweepError, run_recorded
 
-    for setting, path in run_recorded(options, settings, step):
+    for setting in settings:
+        # A recorded run that fails costs its explanation, not the timings already taken.
         try:
+            ((_, path),) = run_recorded(options, [setting], step)
             result.recorded[(setting.intra, setting.inter)] = recorded_view(path)
-        except TraceError as e:
-            result.warnings.append(f"the recorded run of {setting.label()} cannot be read: {e}")
+        except (SweepError, TraceError) as e:
+            result.warnings.append(f"the recorded run of {setting.label()} failed: {e}")
         done()
 
 
