@@ -45,6 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--repeat",
         type=int,
         default=DEFAULT_REPEAT,
+        metavar="N",
         help=f"runs per setting, interleaved (default {DEFAULT_REPEAT})",
     )
     p.add_argument(
