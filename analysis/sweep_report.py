@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 
 from .formatting import fmt, is_missing
-from .sweep_result import SweepResult, label, setting_key
-from .sweep_stats import MIN_REPEATS
+from .sweep_result import SweepResult, label
+from .sweep_stats import MIN_REPEATS, setting_key
 
 
 def _why(result: SweepResult, rows: list[pd.Series]) -> str | None:

@@ -14,11 +14,14 @@ from typing import Any
 
 import pandas as pd
 
+from tftrace.tracer import rundir
+from tftrace.tracer.sweep import SWEEP_FILE, Setting
+
 from .step_timing import Measure, measure, steps_frame
-from .sweep_stats import Verdict, beyond_cpus, summarize, verdict
+from .sweep_stats import Verdict, beyond_cpus, setting_key, summarize, verdict
 
 POOLS = {"intra": "intra_op", "inter": "inter_op"}
-SETTERS = {"intra": "set_intra_op_parallelism_threads", "inter": "set_inter_op_parallelism_threads"}
+SETTERS = {key: f"set_{pool}_parallelism_threads" for key, pool in POOLS.items()}
 
 
 @dataclass(frozen=True)
@@ -59,27 +62,17 @@ class SweepResult:
     recorded: dict[tuple[int | None, int | None], RecordedView] = field(default_factory=dict)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    import json
-
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _usable_cpus(manifest: dict[str, Any]) -> int:
+def usable_cpus(manifest: dict[str, Any]) -> int:
     host = manifest.get("host") or {}
     return len(host.get("cpu_affinity") or []) or int(host.get("cpu_count") or 1)
 
 
 def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
     """One row of the runs table: the timing and the pool sizes the run really had."""
-    steps = steps_frame(_read_json(facts.path / "workload" / "steps.json"))
-    report = _read_json(facts.path / "workload" / "report.json") or {}
+    steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
+    report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
     timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
-    cpus = _usable_cpus(facts.manifest)
+    cpus = usable_cpus(facts.manifest)
     pools = facts.manifest.get("pools") or {}
     calls = (facts.manifest.get("workload") or {}).get("setter_calls") or []
     row: dict[str, Any] = {
@@ -108,16 +101,8 @@ def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1)
 
 
 def _label(intra: Any, inter: Any) -> str:
-    def v(x: Any) -> str:
-        return "default" if pd.isna(x) else "0 (default)" if x == 0 else str(int(x))
-
-    return f"intra {v(intra)} · inter {v(inter)}"
-
-
-def setting_key(row: pd.Series) -> tuple[int | None, int | None]:
-    """(intra, inter) of a table row, None where the sweep left the pool to TF."""
-    intra, inter = (None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))
-    return intra, inter
+    """``Setting.label`` for values from a DataFrame (NA = left to TF)."""
+    return Setting(*setting_key(pd.Series({"intra": intra, "inter": inter}))).label()
 
 
 def label(row: pd.Series) -> str:
@@ -168,18 +153,15 @@ def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
 
 
 def build(
-    facts: Sequence[RunFacts],
-    how: Measure,
-    marker: str | None,
+    rows: Sequence[dict[str, Any]],
+    cpus: int,
     baseline: tuple[int | None, int | None],
     target: list[str],
-    warmup: int = 1,
 ) -> SweepResult:
-    rows = [time_run(f, how, marker, warmup) for f in facts]
+    """The result from the runs' rows, as ``time_run`` gives them."""
     runs = pd.DataFrame(rows)
     runs["intra"] = runs["intra"].astype("Int64")
     runs["inter"] = runs["inter"].astype("Int64")
-    cpus = _usable_cpus(facts[0].manifest)
     table = summarize(runs, baseline)
     warnings = override_warnings(runs, cpus)
     for i in beyond_cpus(table, cpus):
@@ -240,14 +222,14 @@ class SweepDirError(Exception):
 def load_sweep(path: Path) -> SweepResult:
     """A finished sweep again, from its directory: the runs are re-timed from their files
     and the recorded runs re-analysed; the warnings are the ones the sweep gave."""
-    data = _read_json(path / "sweep.json")
+    data = rundir.read_json_or_none(path / SWEEP_FILE)
     if data is None or data.get("kind") != "tftrace-sweep":
         raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
     options = data.get("options") or {}
     facts = []
     for r in data.get("runs") or []:
         run_path = path / r["path"]
-        manifest = _read_json(run_path / "manifest.json")
+        manifest = rundir.read_json_or_none(run_path / rundir.MANIFEST)
         if manifest is None:
             raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
         facts.append(
@@ -264,13 +246,13 @@ def load_sweep(path: Path) -> SweepResult:
     if not facts:
         raise SweepDirError(f"{path}: the sweep has no finished run")
     (base,) = [s for s in data["settings"] if s.get("is_baseline")]
+    how = Measure(options.get("measure") or "auto")
+    warmup = int(options.get("warmup_steps") or 1)
     result = build(
-        facts,
-        Measure(options.get("measure") or "auto"),
-        options.get("marker"),
+        [time_run(f, how, options.get("marker"), warmup) for f in facts],
+        usable_cpus(facts[0].manifest),
         (base["intra"], base["inter"]),
         list(data.get("target") or []),
-        int(options.get("warmup_steps") or 1),
     )
     result.warnings[:] = list(data.get("warnings") or [])
     for s in data["settings"]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tftrace.tracer.sweep import Setting
+
 MIN_REPEATS = 3  # fewer repeats give no spread worth judging
 MIN_GAIN = 0.03  # differences below 3 % are not worth a setting, even when consistent
 
@@ -87,11 +89,14 @@ def verdict(table: pd.DataFrame, cpus: int) -> Verdict:
     return Verdict("faster", pick, fastest, slower, tied)
 
 
-def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:
-    def size(v: object) -> int:
-        return cpus if pd.isna(v) or v == 0 else int(v)  # type: ignore[call-overload]
+def setting_key(row: pd.Series) -> tuple[int | None, int | None]:
+    """(intra, inter) of a table row, None where the sweep left the pool to TF."""
+    intra, inter = (None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))
+    return intra, inter
 
-    return {int(i): size(r["intra"]) + size(r["inter"]) for i, r in table.iterrows()}
+
+def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:
+    return {int(i): Setting(*setting_key(r)).threads(cpus) for i, r in table.iterrows()}
 
 
 def beyond_cpus(table: pd.DataFrame, cpus: int) -> list[int]:

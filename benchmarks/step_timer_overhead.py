@@ -28,26 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from tftrace.tracer.options import RecordOptions, Target
+from tftrace.tracer.options import Target
 from tftrace.tracer.recorder import record
+from tftrace.tracer.sweep import timing_options
 
 WORKLOAD = Path(__file__).resolve().parent / "workloads" / "tiny_steps.py"
 TARGET_ADDED_US = 30  # 3 % of a 1 ms step
 
 
 def loop_seconds(step_timer: bool, calls: int, out: Path) -> float:
-    result = record(
-        RecordOptions(
-            target=Target("script", str(WORKLOAD), (str(calls),)),
-            output=out,
-            tf_profiler=False,
-            pyspy=False,
-            sampler=False,
-            thread_identity=False,
-            step_timer=step_timer,
-            echo=False,
-        )
-    )
+    target = Target("script", str(WORKLOAD), (str(calls),))
+    result = record(timing_options(target, out, {}, step_timer=step_timer))
     text = (out / "workload" / "stdout.log").read_text()
     found = re.search(r"WORKLOAD_SECONDS=([0-9.]+)", text)
     if result.exit_code != 0 or found is None:

@@ -148,24 +148,33 @@ def _record(options: RecordOptions) -> RecordResult:
         raise SweepError(str(e)) from None
 
 
+def timing_options(
+    target: Target,
+    path: Path,
+    env: dict[str, str | None],
+    marker: str | None = None,
+    step_timer: bool = True,
+) -> RecordOptions:
+    """A timed run: no profiler, sampler, py-spy or identity watcher, only the step timer."""
+    return RecordOptions(
+        target=target,
+        output=path,
+        tf_profiler=False,
+        pyspy=False,
+        sampler=False,
+        thread_identity=False,
+        step_timer=step_timer,
+        step_marker=marker,
+        env=env,
+        echo=False,
+    )
+
+
 def timed_run(
     target: Target, setting: Setting, round_: int, path: Path, marker: str | None = None
 ) -> TimedRun:
     cpu0, t0 = _child_cpu_s(), time.monotonic()
-    result = _record(
-        RecordOptions(
-            target=target,
-            output=path,
-            tf_profiler=False,
-            pyspy=False,
-            sampler=False,
-            thread_identity=False,
-            step_timer=True,
-            step_marker=marker,
-            env=setting.env(),
-            echo=False,
-        )
-    )
+    result = _record(timing_options(target, path, setting.env(), marker))
     wall, cpu = time.monotonic() - t0, _child_cpu_s() - cpu0
     return TimedRun(setting, round_, path, result.exit_code, wall, cpu, result.manifest)
 

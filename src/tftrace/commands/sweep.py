@@ -162,6 +162,7 @@ def run(ns: argparse.Namespace) -> int:
     stderr = Console(stderr=True)
     plan = len(options.settings) * options.repeat
     facts: list[RunFacts] = []
+    rows: list[dict[str, Any]] = []  # each run's timing, in the order of ``facts``
     result: SweepResult | None = None
     interrupted = False
     with Progress(
@@ -178,8 +179,8 @@ def run(ns: argparse.Namespace) -> int:
             progress.update(task, description=text)
 
         try:
-            _timed(options, how, ns, facts, step, lambda: progress.advance(task))
-            result = _result(options, facts, how, ns, baseline)
+            _timed(options, how, ns, facts, rows, step, lambda: progress.advance(task))
+            result = _result(options, facts, rows, baseline)
             to_record = _to_record(options, result, ns.no_explain)
             progress.update(task, total=plan + len(to_record))
             _recorded(options, result, to_record, step, lambda: progress.advance(task))
@@ -191,7 +192,7 @@ def run(ns: argparse.Namespace) -> int:
         if not facts:
             stderr.print("tftrace: sweep interrupted before any run finished", markup=False)
             return 130
-        result = _result(options, facts, how, ns, baseline)
+        result = _result(options, facts, rows, baseline)
         result.warnings.append(f"interrupted after {len(facts)} of {plan} timed runs")
     elif interrupted and result is not None:
         result.warnings.append("interrupted while recording runs to explain the result")
@@ -205,10 +206,12 @@ def _timed(
     how: Measure,
     ns: argparse.Namespace,
     facts: list[RunFacts],
+    rows: list[dict[str, Any]],
     step: Callable[[str], None],
     done: Callable[[], None],
 ) -> None:
-    """Run every timed run into ``facts``; each is timed at once so a bad marker fails early."""
+    """Run every timed run into ``facts`` and its timing into ``rows``; each is timed at once,
+    so that a bad marker fails on the first run."""
     from tftrace.analysis.sweep_result import RunFacts, time_run
     from tftrace.tracer.sweep import run_timed
 
@@ -216,7 +219,7 @@ def _timed(
         f = RunFacts(
             r.setting.intra, r.setting.inter, r.round, r.path, r.wall_s, r.cpu_s, r.manifest
         )
-        time_run(f, how, ns.marker, ns.warmup_steps)
+        rows.append(time_run(f, how, ns.marker, ns.warmup_steps))
         facts.append(f)
         done()
 
@@ -224,22 +227,21 @@ def _timed(
 def _result(
     options: SweepOptions,
     facts: list[RunFacts],
-    how: Measure,
-    ns: argparse.Namespace,
+    rows: list[dict[str, Any]],
     baseline: Setting,
 ) -> SweepResult:
-    from tftrace.analysis.sweep_result import build
+    from tftrace.analysis.sweep_result import build, usable_cpus
 
     present = {(f.intra, f.inter) for f in facts}
     base = (baseline.intra, baseline.inter)
     if base not in present:  # interrupted before the baseline ran
         base = (facts[0].intra, facts[0].inter)
     target = list(options.target.argv())
-    return build(facts, how, ns.marker, base, target, ns.warmup_steps)
+    return build(rows, usable_cpus(facts[0].manifest), base, target)
 
 
 def _to_record(options: SweepOptions, result: SweepResult, no_explain: bool) -> list[Setting]:
-    from tftrace.analysis.sweep_result import setting_key
+    from tftrace.analysis.sweep_stats import setting_key
     from tftrace.tracer.sweep import Setting
 
     if options.record_each:
