@@ -27,3 +27,24 @@ def fmt(value: Any, spec: str = "") -> str:
 def parallelism_text(value: Any) -> str:
     """0 means no Eigen worker ever ran for the op: it ran inline on its own thread."""
     return "inline" if value == 0 else fmt(value, ".2f")
+
+
+POOL_HEADERS = ("pool", "threads", "configured", "busy", "mean", "peak", "util.", "cores", "class")
+
+
+def pool_rows(pools: pd.DataFrame) -> list[tuple[str, ...]]:
+    """The pools table (``concurrency.pools_table``) as text cells, under ``POOL_HEADERS``."""
+    return [
+        (
+            str(r.pool),
+            str(r.threads),
+            fmt(r.configured, ".0f"),
+            str(r.observed),
+            fmt(r.mean, ".2f"),
+            str(r.peak),
+            fmt(r.utilisation, ".0%"),
+            fmt(r.core_share, ".0%"),
+            fmt(r.core_class),
+        )
+        for r in pools.itertuples()
+    ]

@@ -22,7 +22,7 @@ from typing import Any
 from tftrace import __version__
 
 from .breakdown import CATEGORIES
-from .formatting import fmt, is_missing, parallelism_text
+from .formatting import POOL_HEADERS, fmt, is_missing, parallelism_text, pool_rows
 from .summary_report import Analysis
 
 MAX_STEP_ROWS = 20
@@ -213,22 +213,7 @@ def _findings_section(findings: Sequence[object]) -> str:
 
 
 def _pools_section(analysis: Analysis) -> str:
-    rows = [
-        (
-            str(r.pool),
-            str(r.threads),
-            fmt(r.configured, ".0f"),
-            str(r.observed),
-            fmt(r.mean, ".2f"),
-            str(r.peak),
-            fmt(r.utilisation, ".0%"),
-            fmt(r.core_share, ".0%"),
-            fmt(r.core_class),
-        )
-        for r in analysis.pools.itertuples()
-    ]
-    headers = ("pool", "threads", "configured", "busy", "mean", "peak", "util.", "cores", "class")
-    return _table(headers, rows, text_columns=1) + _note(
+    return _table(POOL_HEADERS, pool_rows(analysis.pools), text_columns=1) + _note(
         "busy = threads of the pool busy at some moment; mean and peak = busy threads "
         "(owning work, not on a CPU); cores = mean / schedulable CPUs."
     )

@@ -17,7 +17,7 @@ from .breakdown import breakdown
 from .busy import trace_window
 from .concurrency import pools_table
 from .cpu_time import pool_cpu
-from .formatting import fmt, parallelism_text
+from .formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
 from .ops import top_op_types
 from .queue_delay import queue_delay_stats
 from .run import Run
@@ -123,22 +123,9 @@ def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
     )
     if findings is not None:
         _render_findings(console, findings)
-    pools = _table(
-        "pools (busy = owning work, see docs)",
-        ("pool", "threads", "configured", "busy", "mean", "peak", "util.", "cores", "class"),
-    )
-    for r in analysis.pools.itertuples():
-        pools.add_row(
-            r.pool,
-            str(r.threads),
-            fmt(r.configured, ".0f"),
-            str(r.observed),
-            fmt(r.mean, ".2f"),
-            str(r.peak),
-            fmt(r.utilisation, ".0%"),
-            fmt(r.core_share, ".0%"),
-            fmt(r.core_class),
-        )
+    pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
+    for cells in pool_rows(analysis.pools):
+        pools.add_row(*cells)
     console.print(pools)
     queue = _table(
         "queue delay: scheduled -> started (us)",
