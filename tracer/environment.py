@@ -7,6 +7,7 @@ import platform
 import socket
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def cpu_quota(
     return min(quotas) if quotas else None
 
 
-def _quotas_up(base: Path, path: str, read: Any) -> list[float]:
+def _quotas_up(base: Path, path: str, read: Callable[[Path], float | None]) -> list[float]:
     found = []
     here = base / path.strip("/")
     while True:

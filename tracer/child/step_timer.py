@@ -61,7 +61,8 @@ class StepTimer:
         original = cls.__call__
         if getattr(original, "__tftrace_wrapped__", False):
             return
-        # Locals, not module attributes: this runs around every call (~2 us in all).
+        # Locals, not module attributes: this runs around every call (~2 us alone, ~6 us
+        # inside TF: benchmarks/step_timer_overhead.py).
         extend, name_id, depth = self.data.extend, self._name_id, self._depth
         monotonic, cpu_clock = time.monotonic_ns, time.process_time_ns
         get_ident = threading.get_ident
