@@ -5,8 +5,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "tftrace.analysis._xplane_wire",
-            ["analysis/_xplane_wire.c"],
+            "tftrace.analysis.xplane._wire",
+            ["analysis/xplane/_wire.c"],
             optional=True,
             extra_compile_args=["-O2"],
         )

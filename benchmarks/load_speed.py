@@ -13,7 +13,7 @@ would otherwise wait for.
 
     parse         XSpace().ParseFromString(data), tftrace's classes (analysis/xplane_proto.py);
                   the file is read before the clock starts
-    load          tftrace.analysis.run.load(path): read, decode, build every DataFrame
+    load          tftrace.analysis.model.run.load(path): read, decode, build every DataFrame
     trace_viewer  TF's conversion for the trace viewer, _pywrap_profiler_plugin
                   .xspace_to_tools_data([path], "trace_viewer@", {"use_saved_result": False}),
                   on a symlink in a scratch directory (it writes a .SSTABLE cache beside the
@@ -56,7 +56,7 @@ def rss_kib():
         return int(f.read().split()[1]) * resource.getpagesize() // 1024
 
 def parse():
-    from tftrace.analysis.xplane_proto import XSpace
+    from tftrace.analysis.xplane.schema import XSpace
 
     def run():
         with open(path, "rb") as f:
@@ -69,8 +69,8 @@ def parse():
     return run
 
 def load():
-    from tftrace.analysis.run import load
-    from tftrace.analysis.xplane_decode import native_available
+    from tftrace.analysis.model.run import load
+    from tftrace.analysis.xplane.decode import native_available
 
     def run():
         t0 = time.perf_counter()
@@ -168,7 +168,7 @@ def measure_all(trace: Path, repeats: int) -> dict[str, Runs]:
 
 def count_events(trace: Path) -> int:
     """XEvents in the whole file, every plane (load() keeps only the host plane's)."""
-    from tftrace.analysis.xplane_decode import decode
+    from tftrace.analysis.xplane.decode import decode
 
     return len(decode(trace.read_bytes()).events["line"])
 

@@ -1,4 +1,4 @@
-"""How fast ``xplane_decode.decode`` reads a large real trace, next to a plain protobuf parse.
+"""How fast the xplane decoder reads a large real trace, next to a plain protobuf parse.
 
 Run it from the repository root with the project's virtualenv:
 
@@ -50,10 +50,10 @@ if method == "parse_tf":
     from tensorflow.tsl.profiler.protobuf.xplane_pb2 import XSpace
     run = lambda data: XSpace.FromString(data)
 elif method == "parse_ours":
-    from tftrace.analysis.xplane_proto import XSpace
+    from tftrace.analysis.xplane.schema import XSpace
     run = lambda data: XSpace.FromString(data)
 else:
-    from tftrace.analysis.xplane_decode import decode, native_available
+    from tftrace.analysis.xplane.decode import decode, native_available
     if method == "native" and not native_available():
         print(json.dumps({"error": "C extension not built"}))
         sys.exit(0)
@@ -98,7 +98,7 @@ def measure(method: str, trace: Path, repeats: int) -> dict[str, Any]:
 
 
 def count_events(trace: Path) -> tuple[int, int]:
-    from tftrace.analysis.xplane_decode import decode
+    from tftrace.analysis.xplane.decode import decode
 
     space = decode(trace.read_bytes())
     return len(space.events["line"]), len(space.stats["kind"])

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 from conftest import WORKLOADS, quiet_env
-from tftrace.analysis.breakdown import breakdown
-from tftrace.analysis.concurrency import pool_concurrency
-from tftrace.analysis.cpu_time import thread_cpu
-from tftrace.analysis.ops import op_table
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.queue_delay import queue_delays
-from tftrace.analysis.run import Run, load
-from tftrace.analysis.steps import find_steps
+from tftrace.analysis.metrics.breakdown import breakdown
+from tftrace.analysis.metrics.concurrency import pool_concurrency
+from tftrace.analysis.metrics.cpu_time import thread_cpu
+from tftrace.analysis.metrics.ops import op_table
+from tftrace.analysis.metrics.queue_delay import queue_delays
+from tftrace.analysis.metrics.steps import find_steps
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run, load
 
 pytestmark = pytest.mark.slow
 

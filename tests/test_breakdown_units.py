@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.breakdown import breakdown
-from tftrace.analysis.concurrency import concurrency_series, pool_concurrency
-from tftrace.analysis.event_kinds import EventKind
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.regions import pair_regions
-from tftrace.analysis.run import Origin, Run
-from tftrace.analysis.schema import EVENTS, PYTHON, SAMPLES, THREADS, empty, validate
+from tftrace.analysis.metrics.breakdown import breakdown
+from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.regions import pair_regions
+from tftrace.analysis.model.run import Origin, Run
+from tftrace.analysis.model.schema import EVENTS, PYTHON, SAMPLES, THREADS, empty, validate
 
 # threads: 0 main, 1 tf_Compute, 2 and 3 Eigen workers
 POOLS = [Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP, Pool.INTRA_OP]
@@ -147,7 +147,7 @@ def test_pool_figures_by_hand():
 
 
 def test_queue_delay_by_hand():
-    from tftrace.analysis.queue_delay import queue_delay_stats
+    from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 
     stats = queue_delay_stats(hand_built_run()).set_index("pool")
     assert stats.loc["intra-op", "closures"] == 2

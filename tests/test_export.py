@@ -23,11 +23,8 @@ import pytest
 
 from conftest import quiet_env
 from perfetto_ui import PerfettoUI, chromium, web_dist
-from tftrace.analysis.busy import PYTHON_POOLS
-from tftrace.analysis.concurrency import pool_concurrency
-from tftrace.analysis.event_kinds import EventKind
-from tftrace.analysis.export_tables import SCHEMA_FILE, read_tables, write_tables
-from tftrace.analysis.export_trace import (
+from tftrace.analysis.export.tables import SCHEMA_FILE, read_tables, write_tables
+from tftrace.analysis.export.trace import (
     COUNTER_NAME,
     COUNTER_SERIES,
     SYNTHETIC_TID_BASE,
@@ -35,10 +32,13 @@ from tftrace.analysis.export_trace import (
     counter_changes,
     microseconds,
 )
-from tftrace.analysis.intervals import StepFunction
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.run import Run, load
-from tftrace.analysis.schema import TABLES
+from tftrace.analysis.metrics.busy import PYTHON_POOLS
+from tftrace.analysis.metrics.concurrency import pool_concurrency
+from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run, load
+from tftrace.analysis.model.schema import TABLES
 from tftrace.cli import main
 from trace_event_format import Checked, TraceFormatError, validate
 
@@ -222,7 +222,7 @@ def renamed(run: Run) -> Run:
 
 
 def test_names_are_json_escaped_not_interpreted(tmp_path: Path):
-    from tftrace.analysis.export_trace import write_trace
+    from tftrace.analysis.export.trace import write_trace
 
     run = renamed(load(SAMPLES / "tf-2.21"))
     path = tmp_path / "nasty.json"

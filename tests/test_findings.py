@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from conftest import EXAMPLES, WORKLOADS, quiet_env, tftrace_command
-from tftrace.analysis.findings import Severity, diagnose, eigen_spin, pinned_sizes_vs_cpus
-from tftrace.analysis.run import load
-from tftrace.analysis.summary_report import analyze
+from tftrace.analysis.findings.rules import Severity, diagnose, eigen_spin, pinned_sizes_vs_cpus
+from tftrace.analysis.model.run import load
+from tftrace.analysis.render.terminal import analyze
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tftrace.analysis.intervals import clip, concurrency, union
+from tftrace.analysis.metrics.intervals import clip, concurrency, union
 
 
 def a(*values: int) -> np.ndarray:

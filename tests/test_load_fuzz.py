@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tftrace.analysis.errors import TraceError
-from tftrace.analysis.run import load
+from tftrace.analysis.model.run import load
+from tftrace.errors import TraceError
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
 

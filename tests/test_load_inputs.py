@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import tftrace
-from tftrace.analysis.errors import TraceError
-from tftrace.analysis.run import load
+from tftrace.analysis.model.run import load
+from tftrace.errors import TraceError
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
 XPLANE = next(SAMPLE.glob("plugins/profile/*/*.xplane.pb"))
@@ -109,7 +109,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make, message):
 
 
 def test_a_trace_without_a_host_plane(tmp_path: Path):
-    from tftrace.analysis.xplane_proto import XSpace
+    from tftrace.analysis.xplane.schema import XSpace
 
     space = XSpace()
     space.planes.add(name="/device:GPU:0", id=1)

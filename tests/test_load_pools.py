@@ -7,8 +7,8 @@ import os
 import pytest
 
 from conftest import WORKLOADS, quiet_env
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.run import load
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import load
 
 pytestmark = pytest.mark.slow
 CPUS = len(os.sched_getaffinity(0))

@@ -29,9 +29,9 @@ import pandas as pd
 import pytest
 
 from conftest import WORKLOADS, quiet_env, tftrace_command
-from tftrace.analysis.cpu_time import thread_cpu
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.run import load
+from tftrace.analysis.metrics.cpu_time import thread_cpu
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import load
 
 pytestmark = pytest.mark.slow
 

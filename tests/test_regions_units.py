@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tftrace.analysis.event_kinds import EventKind, classify, kind_of, split_op
-from tftrace.analysis.regions import pair_regions
-from tftrace.analysis.schema import EVENTS, validate
+from tftrace.analysis.model.event_kinds import EventKind, classify, kind_of, split_op
+from tftrace.analysis.model.regions import pair_regions
+from tftrace.analysis.model.schema import EVENTS, validate
 
 START, STOP, RECORD = (
     EventKind.REGION_START.value,

@@ -22,16 +22,16 @@ from test_breakdown_units import MS, hand_built_run
 
 from browser import CHROMIUM, HEADLESS_FLAGS
 from conftest import ROOT, quiet_env, tftrace
-from tftrace.analysis import plot_data
-from tftrace.analysis.breakdown import CATEGORIES
-from tftrace.analysis.busy import busy_intervals
-from tftrace.analysis.concurrency import concurrency_series, pool_concurrency
-from tftrace.analysis.html_report import FIGURES, SECTIONS
-from tftrace.analysis.intervals import clip, union
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.queue_delay import queue_delay_stats
-from tftrace.analysis.run import Run, load
-from tftrace.analysis.summary_report import analyze
+from tftrace.analysis.metrics.breakdown import CATEGORIES
+from tftrace.analysis.metrics.busy import busy_intervals
+from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
+from tftrace.analysis.metrics.intervals import clip, union
+from tftrace.analysis.metrics.queue_delay import queue_delay_stats
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run, load
+from tftrace.analysis.render import figure_data as plot_data
+from tftrace.analysis.render.html import FIGURES, SECTIONS
+from tftrace.analysis.render.terminal import analyze
 
 SAMPLES = ROOT / "sample_traces"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -166,7 +166,7 @@ def test_breakdown_bars(sample21: Run):
 
 
 def test_plot_data_of_an_empty_trace(sample21: Run):
-    from tftrace.analysis.schema import EVENTS, REGIONS, empty
+    from tftrace.analysis.model.schema import EVENTS, REGIONS, empty
 
     run = dataclasses.replace(sample21, events=empty(EVENTS), regions=empty(REGIONS))
     data = plot_data.report_plot_data(analyze(run))
@@ -175,7 +175,8 @@ def test_plot_data_of_an_empty_trace(sample21: Run):
 
 def test_plot_data_and_page_do_not_load_matplotlib():
     code = (
-        "import sys, tftrace.cli, tftrace.analysis.plot_data, tftrace.analysis.html_report\n"
+        "import sys, tftrace.cli, tftrace.analysis.render.figure_data\n"
+        "import tftrace.analysis.render.html\n"
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -400,7 +401,7 @@ def test_browser_screenshot(evil_page: Path, tmp_path: Path):
 
 
 def test_findings_are_rendered_in_order(sample21: Run):
-    from tftrace.analysis.html_report import render_page
+    from tftrace.analysis.render.html import render_page
 
     analysis = analyze(sample21)
     findings = [
@@ -417,9 +418,9 @@ def test_findings_are_rendered_in_order(sample21: Run):
 def test_report_shows_the_runs_findings(tmp_path: Path):
     import html
 
-    from tftrace.analysis.findings import diagnose
-    from tftrace.analysis.run import load
-    from tftrace.analysis.summary_report import analyze
+    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.model.run import load
+    from tftrace.analysis.render.terminal import analyze
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
     run = load(sample)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tftrace.analysis.event_kinds import EventKind
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.run import load
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RUNS = sorted(p for p in SAMPLES.glob("tf-*") if (p / "expected.json").exists())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tftrace.analysis.step_timing import Measure, TimingError, measure, steps_frame
-from tftrace.analysis.sweep_stats import MIN_GAIN, beyond_cpus, summarize, verdict
+from tftrace.analysis.sweep.stats import MIN_GAIN, beyond_cpus, summarize, verdict
+from tftrace.analysis.sweep.timing import Measure, TimingError, measure, steps_frame
 from tftrace.tracer.sweep import Setting, SweepError, grid, ladder, parse_values, schedule
 
 MS = 1_000_000
@@ -169,9 +169,9 @@ def test_settings_beyond_the_cpus():
 def test_terminal_table_fits_100_columns_and_says_the_verdict(capsys):
     from types import SimpleNamespace
 
-    from tftrace.analysis.findings import Finding, Severity
-    from tftrace.analysis.sweep_report import recommendation, render
-    from tftrace.analysis.sweep_result import RecordedView, SweepResult
+    from tftrace.analysis.findings.rules import Finding, Severity
+    from tftrace.analysis.sweep.report import recommendation, render
+    from tftrace.analysis.sweep.result import RecordedView, SweepResult
 
     runs = _runs({(1, 1): [2.0, 2.1, 2.2], (2, 1): [1.0, 1.1, 1.05], (4, 1): [1.3, 1.4, 1.35]})
     table = summarize(runs, (1, 1))

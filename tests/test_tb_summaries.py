@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, free_port, http_get, quiet_env, tftrace, tftrace_command
-from tftrace.analysis.concurrency import ANALYSED_POOLS, concurrency_series
-from tftrace.analysis.findings import Finding, Severity
-from tftrace.analysis.run import load
-from tftrace.analysis.summary_report import Analysis, analyze
-from tftrace.analysis.tb_summaries import (
+from tftrace.analysis.findings.rules import Finding, Severity
+from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS, concurrency_series
+from tftrace.analysis.model.run import load
+from tftrace.analysis.render.tensorboard import (
     MS,
     SUBDIR,
     png_size,
@@ -29,6 +28,7 @@ from tftrace.analysis.tb_summaries import (
     slug,
     write_summaries,
 )
+from tftrace.analysis.render.terminal import Analysis, analyze
 
 SAMPLE = ROOT / "sample_traces" / "tf-2.21"
 FLOAT32 = {"rel": 1e-6, "abs": 1e-6}
@@ -168,7 +168,7 @@ def test_rewriting_replaces_the_points(tmp_path: Path) -> None:
 
 
 def test_no_findings_says_so() -> None:
-    from tftrace.analysis.tb_summaries import render_findings
+    from tftrace.analysis.render.tensorboard import render_findings
 
     assert render_findings([]) == "No findings."
 

@@ -35,10 +35,10 @@ import os
 import pytest
 
 from conftest import WORKLOADS, quiet_env
-from tftrace.analysis.concurrency import pool_concurrency
-from tftrace.analysis.event_kinds import EventKind
-from tftrace.analysis.pools import Pool
-from tftrace.analysis.run import Run, load
+from tftrace.analysis.metrics.concurrency import pool_concurrency
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run, load
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tftrace.analysis.pools import Pool, pool_of_identity, pool_of_tf_name
+from tftrace.analysis.model.pools import Pool, pool_of_identity, pool_of_tf_name
 from tftrace.cli import build_parser
 from tftrace.target import split_target
 from tftrace.tracer.environment import relevant_env, resolve_pool_size

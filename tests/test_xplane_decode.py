@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from conftest import quiet_env
-from tftrace.analysis import xplane_proto as xp
-from tftrace.analysis.xplane_decode import (
+from tftrace.analysis.xplane import schema as xp
+from tftrace.analysis.xplane.columns import (
     EVENT_COLUMNS,
     INTEGER_KINDS,
     LINE_COLUMNS,
@@ -26,10 +26,9 @@ from tftrace.analysis.xplane_decode import (
     DecodedSpace,
     StatKind,
     XPlaneDecodeError,
-    decode,
-    native_available,
 )
-from tftrace.analysis.xplane_reference import decode_reference
+from tftrace.analysis.xplane.decode import decode, native_available
+from tftrace.analysis.xplane.reference import decode_reference
 
 TESTS = Path(__file__).resolve().parent
 needs_native = pytest.mark.skipif(not native_available(), reason="C extension not built")
@@ -359,7 +358,7 @@ def test_event_stats_default_and_bad_argument(decoder: Callable[..., DecodedSpac
     ],
 )
 def test_wire_decode_refuses_bad_keys_without_planes(args: tuple, error: str):
-    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+    from tftrace.analysis.xplane import _wire as wire  # type: ignore[attr-defined]
 
     with pytest.raises((TypeError, ValueError), match=error):
         wire.decode(b"", [], *args)
@@ -367,7 +366,7 @@ def test_wire_decode_refuses_bad_keys_without_planes(args: tuple, error: str):
 
 @needs_native
 def test_wire_decode_without_keys_promotes_nothing():
-    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+    from tftrace.analysis.xplane import _wire as wire  # type: ignore[attr-defined]
 
     data = promotion_space()
     _, outlines = wire.scan(data)
@@ -396,7 +395,7 @@ def test_wire_decode_without_keys_promotes_nothing():
     ],
 )
 def test_wire_decode_refuses_bad_keys(keys: list, error: str):
-    from tftrace.analysis import _xplane_wire as wire  # type: ignore[attr-defined]
+    from tftrace.analysis.xplane import _wire as wire  # type: ignore[attr-defined]
 
     data = promotion_space()
     _, outlines = wire.scan(data)
@@ -597,7 +596,7 @@ def test_reference_decoder_raises_the_same_error_type():
 
 def test_proto_module_does_not_import_tensorflow():
     code = (
-        "import sys, tftrace.analysis.xplane_decode, tftrace.analysis.xplane_reference;"
+        "import sys, tftrace.analysis.xplane.decode, tftrace.analysis.xplane.reference;"
         "print('tensorflow' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -635,7 +634,7 @@ tf.profiler.experimental.stop()
 # What TF's own classes read from the trace, for the test to compare with.
 from google.protobuf.json_format import MessageToDict
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
-from tftrace.analysis import xplane_proto
+from tftrace.analysis.xplane import schema as xplane_proto
 
 (path,) = glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb"))
 space = xplane_pb2.XSpace.FromString(open(path, "rb").read())

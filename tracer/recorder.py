@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.errors import TftraceError
+
 from . import manifest, rundir
 from .environment import clock_anchor
 from .options import DEFAULT_RUNS_DIR, RecordOptions
@@ -27,7 +29,7 @@ from .tee import Tee
 READY_TIMEOUT_S = 60.0
 
 
-class RecordError(Exception):
+class RecordError(TftraceError):
     """Bad input that stops a recording before it starts (one line for the user)."""
 
 

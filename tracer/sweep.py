@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tftrace.errors import TftraceError
+
 from . import rundir
 from .environment import POOL_ENV_VARS
 from .options import RecordOptions, Target
@@ -27,7 +29,7 @@ TIMED_DIR = "runs"
 RECORDED_DIR = "recorded"
 
 
-class SweepError(Exception):
+class SweepError(TftraceError):
     """A sweep that cannot go on (one line for the user)."""
 
 

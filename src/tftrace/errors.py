@@ -1,5 +1,26 @@
-"""Errors the command line turns into one line and exit code 2."""
+"""One family of errors for everything a user can get wrong: the command line prints any
+``TftraceError`` as one line and exits with code 2; a library caller catches the base class.
+
+Each error's message is the whole line the user sees: it names the file or option at fault and
+says why. Internal invariants (a broken schema, a bug) raise ordinary exceptions instead.
+"""
 
 
-class CliError(Exception):
-    """Bad input: printed as one line, exit code 2."""
+class TftraceError(Exception):
+    """Bad input to tftrace: a missing or damaged file, a bad option, a workload that cannot run.
+
+    Catch this to handle every user-facing failure of the library at once::
+
+        try:
+            run = tftrace.load("tftrace-runs/missing")
+        except tftrace.TftraceError as e:
+            print(e)  # "tftrace-runs/missing: no such file or directory"
+    """
+
+
+class CliError(TftraceError):
+    """A bad command line (an option's value, a misplaced option)."""
+
+
+class TraceError(TftraceError, ValueError):
+    """A file or directory that cannot be loaded; the message names it and says why."""

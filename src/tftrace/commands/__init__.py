@@ -21,8 +21,8 @@ def add_run_argument(parser: argparse.ArgumentParser) -> None:
 
 def load_run(ns: argparse.Namespace) -> Any:
     """``load()`` the run named on the command line; bad input becomes a CliError."""
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.run import load
+    from tftrace.analysis.model.run import load
+    from tftrace.errors import TraceError
 
     try:
         return load(ns.run, session=ns.session)

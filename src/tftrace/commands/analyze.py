@@ -19,8 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from tftrace.analysis.findings import diagnose
-    from tftrace.analysis.summary_report import analyze, findings_json, render
+    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.render.terminal import analyze, findings_json, render
 
     # A spinner on a terminal while a large trace loads; nothing when output is redirected.
     with Console(stderr=True).status(f"loading {ns.run} ..."):

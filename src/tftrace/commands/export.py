@@ -74,7 +74,7 @@ def _check_output(path: Path, fmt: str) -> None:
 
 
 def _export_trace(run: Any, path: Path) -> str:
-    from tftrace.analysis.export_trace import build_trace, write_trace
+    from tftrace.analysis.export.trace import build_trace, write_trace
 
     if run.events.empty:
         why = "; ".join(run.missing) or "the trace holds no host events"
@@ -86,7 +86,7 @@ def _export_trace(run: Any, path: Path) -> str:
 
 
 def _export_tables(run: Any, directory: Path, fmt: str) -> str:
-    from tftrace.analysis.export_tables import write_tables
+    from tftrace.analysis.export.tables import write_tables
 
     paths = write_tables(run, directory, fmt)
     size = sum(p.stat().st_size for p in paths)

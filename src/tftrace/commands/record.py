@@ -69,7 +69,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.run_summary import render_record_footer
+    from tftrace.analysis.render.run_summary import render_record_footer
     from tftrace.tracer.options import RecordOptions
     from tftrace.tracer.recorder import RecordError, record
 

@@ -5,7 +5,7 @@ The page (default ``RUN/report.html``) holds the run summary, findings, every ta
 figures are written as PNG files into a folder named after the page, beside it
 (``report.html`` -> ``report_files/concurrency.png``, ...), for slides and issues.
 
-Findings come from ``tftrace.analysis.findings.diagnose(run, analysis)`` when that module
+Findings come from ``tftrace.analysis.findings.rules.diagnose(run, analysis)`` when that module
 exists; without it the page says "no findings".
 """
 
@@ -52,8 +52,8 @@ def output_paths(output: Path | None, run_path: Path) -> tuple[Path, Path]:
 
 def write_report(analysis: Any, findings: list[object], page: Path, image_dir: Path) -> ReportFiles:
     """Draw the figures, write them as PNG files and the page that embeds them."""
-    from tftrace.analysis.html_report import render_page
-    from tftrace.analysis.plots import png_images
+    from tftrace.analysis.render.html import render_page
+    from tftrace.analysis.render.plots import png_images
 
     images = png_images(analysis)
     image_dir.mkdir(parents=True, exist_ok=True)
@@ -68,8 +68,8 @@ def write_report(analysis: Any, findings: list[object], page: Path, image_dir: P
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.findings import diagnose
-    from tftrace.analysis.summary_report import analyze
+    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.render.terminal import analyze
 
     loaded = load_run(ns)
     analysis = analyze(loaded)

@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.run_summary import RunDirError, render_summary, summarize
+    from tftrace.analysis.render.run_summary import RunDirError, render_summary, summarize
 
     if (ns.run / "sweep.json").exists():
         return _sweep(ns.run)
@@ -32,10 +32,10 @@ def run(ns: argparse.Namespace) -> int:
 
 
 def _sweep(path: Path) -> int:
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.step_timing import TimingError
-    from tftrace.analysis.sweep_report import render
-    from tftrace.analysis.sweep_result import SweepDirError, load_sweep
+    from tftrace.analysis.sweep.report import render
+    from tftrace.analysis.sweep.result import SweepDirError, load_sweep
+    from tftrace.analysis.sweep.timing import TimingError
+    from tftrace.errors import TraceError
 
     try:
         result = load_sweep(path)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the command line stays light: these load only when a sweep runs
-    from tftrace.analysis.step_timing import Measure
-    from tftrace.analysis.sweep_result import RunFacts, SweepResult
+    from tftrace.analysis.sweep.result import RunFacts, SweepResult
+    from tftrace.analysis.sweep.timing import Measure
     from tftrace.tracer.sweep import Setting, SweepOptions
 
 from tftrace.errors import CliError
@@ -154,7 +154,7 @@ def run(ns: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tftrace.analysis.step_timing import Measure, TimingError
+    from tftrace.analysis.sweep.timing import Measure, TimingError
     from tftrace.tracer.sweep import SweepError
 
     options, baseline = _options(ns)
@@ -212,7 +212,7 @@ def _timed(
 ) -> None:
     """Run every timed run into ``facts`` and its timing into ``rows``; each is timed at once,
     so that a bad marker fails on the first run."""
-    from tftrace.analysis.sweep_result import RunFacts, time_run
+    from tftrace.analysis.sweep.result import RunFacts, time_run
     from tftrace.tracer.sweep import run_timed
 
     for r in run_timed(options, step):
@@ -230,7 +230,7 @@ def _result(
     rows: list[dict[str, Any]],
     baseline: Setting,
 ) -> SweepResult:
-    from tftrace.analysis.sweep_result import build, usable_cpus
+    from tftrace.analysis.sweep.result import build, usable_cpus
 
     present = {(f.intra, f.inter) for f in facts}
     base = (baseline.intra, baseline.inter)
@@ -241,7 +241,7 @@ def _result(
 
 
 def _to_record(options: SweepOptions, result: SweepResult, no_explain: bool) -> list[Setting]:
-    from tftrace.analysis.sweep_stats import setting_key
+    from tftrace.analysis.sweep.stats import setting_key
     from tftrace.tracer.sweep import Setting
 
     if options.record_each:
@@ -262,8 +262,8 @@ def _recorded(
     step: Callable[[str], None],
     done: Callable[[], None],
 ) -> None:
-    from tftrace.analysis.errors import TraceError
-    from tftrace.analysis.sweep_result import recorded_view
+    from tftrace.analysis.sweep.result import recorded_view
+    from tftrace.errors import TraceError
     from tftrace.tracer.sweep import SweepError, run_recorded
 
     for setting in settings:
@@ -281,7 +281,7 @@ def _finish(
 ) -> None:
     import json
 
-    from tftrace.analysis.sweep_report import plot, render, to_json
+    from tftrace.analysis.sweep.report import plot, render, to_json
     from tftrace.tracer.rundir import write_json_atomic
     from tftrace.tracer.sweep import SWEEP_FILE
 

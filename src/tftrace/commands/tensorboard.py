@@ -1,11 +1,11 @@
 """``tftrace tensorboard RUN``: the analysis as TensorBoard summaries, served beside the profile.
 
-The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.tb_summaries``), then TensorBoard
-serves ``RUN`` on 127.0.0.1 until Ctrl-C: its profile plugin shows the trace, and a run named
-``tftrace`` holds the concurrency series, the figures, the plots and the findings.
+The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.render.tensorboard``), then
+TensorBoard serves ``RUN`` on 127.0.0.1 until Ctrl-C: its profile plugin shows the trace, and a
+run named ``tftrace`` holds the concurrency series, the figures, the plots and the findings.
 
-Findings come from ``tftrace.analysis.findings.diagnose`` and the figures from
-``tftrace.analysis.plots.png_images``, as in the HTML report.
+Findings come from ``tftrace.analysis.findings.rules.diagnose`` and the figures from
+``tftrace.analysis.render.plots.png_images``, as in the HTML report.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     if not 0 <= ns.port <= 0xFFFF:
         raise CliError(f"tensorboard: --port must be 0-65535, not {ns.port}")
-    from tftrace.analysis.findings import diagnose
-    from tftrace.analysis.plots import png_images
-    from tftrace.analysis.summary_report import analyze
-    from tftrace.analysis.tb_summaries import write_summaries
+    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.render.plots import png_images
+    from tftrace.analysis.render.tensorboard import write_summaries
+    from tftrace.analysis.render.terminal import analyze
 
     loaded = load_run(ns)
     analysis = analyze(loaded)

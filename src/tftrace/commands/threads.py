@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.thread_report import render_threads
+    from tftrace.analysis.render.threads import render_threads
 
     loaded = load_run(ns)
     if ns.json:

@@ -1,0 +1,143 @@
+"""A run's DataFrames as files other tools read: one CSV or Parquet file per table.
+
+Why: the tables of ``analysis/run.py`` are the whole of what tftrace knows about a run,
+and a notebook, a database or a spreadsheet should not need tftrace (nor TensorFlow) to
+read them. Beside the tables goes ``schema.json``, the column contract of
+``analysis/schema.py`` (name, dtype and meaning of every column, row counts), so a reader
+can restore the exact dtypes: CSV has none, and Parquet keeps them but not the meaning.
+
+- CSV (written by pyarrow): UTF-8, a header row, no index; every value is quoted and a
+  missing one is an empty, *unquoted* field. That is PostgreSQL's and DuckDB's convention,
+  and it keeps an empty string (``""``: threads with an empty OS name exist) apart from a
+  missing value, which a bare empty field cannot. Any CSV reader reads the files; to get
+  the empty strings back too, read with pyarrow (``CSV_READ_OPTIONS``) or ``read_tables``.
+- Parquet (pyarrow): dtypes survive, categoricals as dictionary columns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from tftrace import __version__
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.schema import TABLES
+
+FORMATS = ("csv", "parquet")
+SCHEMA_FILE = "schema.json"
+TIME_UNIT = "ns"
+
+
+def table_frames(run: Run) -> dict[str, pd.DataFrame]:
+    """Every table of the run by its schema name, in the schema's order."""
+    return {name: getattr(run, name) for name in TABLES}
+
+
+def column_contract(run: Run, fmt: str) -> dict[str, Any]:
+    """What ``schema.json`` holds: the files, their columns and dtypes, and the run."""
+    frames = table_frames(run)
+    contract: dict[str, Any] = {
+        "producer": f"tftrace {__version__}",
+        "format": fmt,
+        "run": str(run.path),
+        "time_unit": TIME_UNIT,
+        "time_axis": "ns since the recorder started (since the profiler started for a bare trace)",
+        "missing": list(run.missing),
+        "tables": {
+            name: {
+                "file": f"{name}.{fmt}",
+                "rows": len(frames[name]),
+                "doc": table.doc,
+                "columns": dict(table.columns),
+            }
+            for name, table in TABLES.items()
+        },
+    }
+    if fmt == "csv":
+        contract["csv"] = {
+            "encoding": "utf-8",
+            "header": True,
+            "quoting": "every value quoted; a missing value is an empty unquoted field",
+        }
+    return contract
+
+
+# pyarrow's types for the schema's dtypes when reading CSV (text first; cast after).
+ARROW_TYPES = {
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "Int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "category": pa.string(),
+    "object": pa.string(),
+}
+# Quoted "" is an empty string, an unquoted empty field is missing.
+CSV_READ_OPTIONS = {"strings_can_be_null": True, "quoted_strings_can_be_null": False}
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pa_csv.write_csv(table, path, write_options=pa_csv.WriteOptions(quoting_style="all_valid"))
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    frame.reset_index(drop=True).to_parquet(path, index=False, engine="pyarrow")
+
+
+WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
+    "csv": _write_csv,
+    "parquet": _write_parquet,
+}
+
+
+def write_tables(run: Run, directory: Path, fmt: str) -> list[Path]:
+    """Write each table and ``schema.json`` into ``directory`` (created); the paths written.
+
+    Existing files of the same names are replaced; nothing else in the directory is touched.
+    """
+    if fmt not in WRITERS:
+        raise ValueError(f"unknown table format {fmt!r} (have: {', '.join(FORMATS)})")
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in table_frames(run).items():
+        path = directory / f"{name}.{fmt}"
+        WRITERS[fmt](frame, path)
+        written.append(path)
+    schema = directory / SCHEMA_FILE
+    schema.write_text(json.dumps(column_contract(run, fmt), indent=2) + "\n", encoding="utf-8")
+    written.append(schema)
+    return written
+
+
+def read_tables(directory: Path) -> dict[str, pd.DataFrame]:
+    """Read a directory ``write_tables`` wrote, with the dtypes its ``schema.json`` declares."""
+    contract = json.loads((directory / SCHEMA_FILE).read_text(encoding="utf-8"))
+    fmt = contract["format"]
+    out = {}
+    for name, table in contract["tables"].items():
+        path = directory / table["file"]
+        columns: dict[str, str] = table["columns"]
+        if fmt == "csv":
+            frame = read_csv_table(path, columns)
+        else:
+            frame = pd.read_parquet(path, engine="pyarrow")
+        out[name] = frame.astype(columns)
+    return out
+
+
+def read_csv_table(path: Path, columns: dict[str, str]) -> pd.DataFrame:
+    """One CSV table with its declared dtypes, empty strings and missing values apart."""
+    options = pa_csv.ConvertOptions(
+        column_types={c: ARROW_TYPES[d] for c, d in columns.items()}, **CSV_READ_OPTIONS
+    )
+    table = pa_csv.read_csv(path, convert_options=options)
+    # Nullable Int64 straight from Arrow: through float64, 64-bit ids would lose digits.
+    frame = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    return frame.astype(columns)

@@ -1,0 +1,399 @@
+"""A run as a Chrome Trace Event Format object: what Perfetto and chrome://tracing open.
+
+Why this shape (one object, built without I/O, serialised only by ``json.dumps``):
+
+- **One process per pool** (``pid``), named with ``process_name`` and ordered with
+  ``process_sort_index``: the question tftrace answers is per pool, so the viewer groups
+  the threads the same way. pids are fixed per pool (``POOL_ORDER``), so two exports of
+  different runs line up.
+- **One track per thread** (``tid`` = the OS thread id where known, so it matches
+  ``top``/``perf``; a synthetic id >= ``SYNTHETIC_TID_BASE`` otherwise), named
+  ``"<TF or Python name> (<pool>, tid N)"`` (the name first: viewers cut long titles).
+- **Slices ("X") are exactly the busy intervals of ``analysis/busy.py``**: thread-pool
+  regions (cat ``region``), op events on any thread (cat ``op``: node name as ``name``,
+  op type and kind in ``args``) and, on Python threads, TF calls and input-pipeline work
+  (cat ``call`` / ``tf.data``). So what the viewer shows busy is what ``tftrace analyze``
+  counts as busy, and the counters below agree with the slices.
+- **Flow arrows** from each ``Record`` (the scheduling thread) to the ``StartRegion`` of
+  the closure it scheduled (the worker): ``s``/``f`` pairs with a unique ``id`` per
+  region (TF's own flow id is in the region's ``args``: it may repeat). A Record is an
+  instant, so it is emitted as a zero-length slice (cat ``record``) for the arrow's tail to
+  bind to; the head binds (``bp: "e"``) to the region slice, which starts at that instant.
+- **Counters ("C")**, one per pool: the number of the pool's threads busy, from
+  ``analysis.concurrency``'s step function, one event per change plus one at the window's
+  end, so the counter's maximum is the pool's peak concurrency.
+
+Times: ``ts``/``dur`` are floats in microseconds on the run's axis (ns since the recorder
+started, / 1000). Each value is the float closest to ns / 1000 that Perfetto (which
+truncates ``µs * 1000`` to an integer ns) reads back as exactly that ns, so slices that
+share an edge in the trace share it in the viewer and nesting is preserved.
+
+Events are ordered by time, longer slices first at equal times, and each flow event right
+after the slice it binds to: importers that keep file order for equal timestamps then
+nest and bind exactly as the trace says.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tftrace import __version__
+from tftrace.analysis.metrics.busy import PYTHON_POOLS, trace_window
+from tftrace.analysis.metrics.concurrency import pool_step_function
+from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.model.event_kinds import RECORD_NAME, EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+# Process order in the viewer: the threads that submit work first, then the pools that run it.
+POOL_ORDER = (
+    Pool.PYTHON_MAIN,
+    Pool.PYTHON_OTHER,
+    Pool.INTER_OP,
+    Pool.INTRA_OP,
+    Pool.TF_DATA,
+    Pool.TF_OTHER,
+    Pool.BLAS_OPENMP,
+    Pool.PROFILER,
+    Pool.OTHER,
+    Pool.UNMAPPED,
+)
+# Above Linux's largest pid_max (2**22) and below 2**32 (Perfetto reads tids as uint32).
+SYNTHETIC_TID_BASE = 1 << 30
+DISPLAY_TIME_UNIT = "ns"
+COUNTER_NAME = "concurrency"
+COUNTER_SERIES = "busy_threads"
+FLOW_NAME = "schedule"
+FLOW_CAT = "flow"
+# Kinds that make a Python thread busy besides ops (see busy.py); ops are exported everywhere.
+PYTHON_CALL_KINDS = (EventKind.CALL, EventKind.DATA)
+
+# One timed event before sorting: (ts ns, -dur ns, rank at equal time, sequence, event).
+Timed = tuple[int, int, int, int, dict[str, Any]]
+SLICE_RANK, FLOW_RANK, COUNTER_RANK = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Track:
+    """Where one thread's events go in the viewer."""
+
+    thread: int
+    pool: Pool
+    pid: int
+    tid: int
+    name: str
+
+
+def pool_pid(pool: Pool) -> int:
+    """Fixed per pool (never 0: Perfetto and Chrome treat pid 0 as the kernel's)."""
+    return POOL_ORDER.index(pool) + 1
+
+
+def microseconds(ns: np.ndarray) -> list[float]:
+    """int64 ns -> float µs that Perfetto's ``int64(us * 1000.0)`` turns back into ``ns``.
+
+    ``ns / 1000`` is usually such a float, but not always (``2707831.993 * 1000`` may land
+    one ulp under ``2707831993``, and truncation then loses a whole ns); the next float up
+    or down then is. Chrome's viewer reads the same value to within 1e-9 µs.
+    """
+    ns = np.asarray(ns, dtype=np.int64)
+    us = ns / 1000.0
+    for _ in range(8):
+        back = np.trunc(us * 1000.0)
+        low, high = back < ns, back > ns
+        if not (low.any() or high.any()):
+            break
+        us = np.where(low, np.nextafter(us, np.inf), us)
+        us = np.where(high, np.nextafter(us, -np.inf), us)
+    result: list[float] = us.tolist()
+    return result
+
+
+def _label(row: Any) -> str:
+    """The thread's most telling name: TF's, Python's, the trace line's, then the OS's."""
+    for column in ("tf_name", "python_name", "line_name", "os_name"):
+        value = getattr(row, column)
+        if isinstance(value, str) and value:
+            return value
+    return f"thread {row.thread}"
+
+
+def thread_tracks(run: Run, threads: Iterable[int]) -> dict[int, Track]:
+    """A track for each of the given thread keys.
+
+    An OS tid is kept only when no other thread of the run has it: a tid shared by two
+    rows would merge two threads into one track.
+    """
+    rows = run.threads.set_index("thread", drop=False)
+    tids = run.threads["tid"].dropna()
+    unique = set(tids[~tids.duplicated(keep=False)].astype(int).tolist())
+    tracks = {}
+    for key in sorted({int(t) for t in threads}):
+        row = rows.loc[key]
+        has_tid = pd.notna(row.tid) and int(row.tid) in unique
+        tid = int(row.tid) if has_tid else SYNTHETIC_TID_BASE + key
+        pool = Pool(row.pool)
+        shown_tid = str(int(row.tid)) if pd.notna(row.tid) else "?"
+        name = f"{_label(row)} ({pool.value}, tid {shown_tid})"
+        tracks[key] = Track(key, pool, pool_pid(pool), tid, name)
+    return tracks
+
+
+def _is_kind(events: pd.DataFrame, kinds: Iterable[EventKind]) -> np.ndarray:
+    return np.asarray(events["kind"].isin([k.value for k in kinds]))
+
+
+def _python_mask(run: Run, events: pd.DataFrame) -> np.ndarray:
+    pools = run.threads.set_index("thread")["pool"].astype(str)
+    python = {p.value for p in PYTHON_POOLS}
+    return np.asarray(events["thread"].map(pools).isin(python))
+
+
+def _optional(value: Any) -> int | None:
+    return None if pd.isna(value) else int(value)
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Slices of one category as columns; ``args`` holds one dict per slice."""
+
+    cat: str
+    thread: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    names: list[str]
+    args: list[dict[str, Any]]
+
+
+def region_slices(run: Run) -> Slices:
+    """Thread-pool regions: a worker running one closure."""
+    regions = run.regions
+    args = [
+        {
+            k: v
+            for k, v in (
+                ("tf_flow", _optional(flow)),
+                ("queue_ns", _optional(queue)),
+                ("scheduled_by_thread", _optional(by)),
+            )
+            if v is not None
+        }
+        for flow, queue, by in zip(
+            regions["flow"], regions["queue_ns"], regions["scheduled_by"], strict=True
+        )
+    ]
+    return Slices(
+        "region",
+        regions["thread"].to_numpy(),
+        regions["start_ns"].to_numpy(),
+        regions["end_ns"].to_numpy(),
+        ["region"] * len(regions),
+        args,
+    )
+
+
+def op_slices(run: Run) -> Slices:
+    """Op events on every thread: the node name as the slice name, its type in args."""
+    ops = run.events[_is_kind(run.events, (EventKind.OP,))]
+    names = [str(n) for n in ops["op_name"]]
+    args = [
+        {"op_type": str(t), "kind": str(k), "event": str(e)}
+        for t, k, e in zip(ops["op_type"], ops["kind"], ops["name"], strict=True)
+    ]
+    return Slices(
+        "op",
+        ops["thread"].to_numpy(),
+        ops["start_ns"].to_numpy(),
+        ops["end_ns"].to_numpy(),
+        names,
+        args,
+    )
+
+
+def python_call_slices(run: Run) -> list[Slices]:
+    """Python threads inside TensorFlow: eager and tf.function calls, input pipelines."""
+    events = run.events
+    python = _python_mask(run, events)
+    out = []
+    for kind in PYTHON_CALL_KINDS:
+        mine = events[python & _is_kind(events, (kind,))]
+        out.append(
+            Slices(
+                kind.value,
+                mine["thread"].to_numpy(),
+                mine["start_ns"].to_numpy(),
+                mine["end_ns"].to_numpy(),
+                [str(n) for n in mine["name"]],
+                [{"kind": kind.value}] * len(mine),
+            )
+        )
+    return out
+
+
+def scheduled_regions(run: Run) -> pd.DataFrame:
+    """Regions whose Record is in the trace: the ones a flow arrow can start from."""
+    return run.regions[run.regions["scheduled_ns"].notna()]
+
+
+def record_slices(run: Run) -> Slices:
+    """Zero-length slices at each Record that starts a flow (one per thread and instant)."""
+    marks = (
+        scheduled_regions(run)[["scheduled_by", "scheduled_ns", "flow"]]
+        .astype("int64")
+        .drop_duplicates(["scheduled_by", "scheduled_ns"])
+    )
+    at = marks["scheduled_ns"].to_numpy()
+    return Slices(
+        "record",
+        marks["scheduled_by"].to_numpy(),
+        at,
+        at,
+        [RECORD_NAME] * len(marks),
+        [{"tf_flow": int(f)} for f in marks["flow"]],
+    )
+
+
+def _slice_events(slices: Slices, tracks: dict[int, Track], seq: int) -> list[Timed]:
+    ts = microseconds(slices.start_ns)
+    dur = microseconds(slices.end_ns - slices.start_ns)
+    out: list[Timed] = []
+    for i, thread in enumerate(slices.thread.tolist()):
+        track = tracks[thread]
+        start, length = int(slices.start_ns[i]), int(slices.end_ns[i] - slices.start_ns[i])
+        event = {
+            "ph": "X",
+            "cat": slices.cat,
+            "name": slices.names[i],
+            "pid": track.pid,
+            "tid": track.tid,
+            "ts": ts[i],
+            "dur": dur[i],
+            "args": slices.args[i],
+        }
+        out.append((start, -length, SLICE_RANK, seq + i, event))
+    return out
+
+
+def flow_events(run: Run, tracks: dict[int, Track], seq: int) -> list[Timed]:
+    """An ``s`` at each Record and an ``f`` at its region's start, one id per region.
+
+    Each sorts with the slice it binds to (the Record's zero-length slice; the region),
+    just after it.
+    """
+    regions = scheduled_regions(run)
+    sent = regions["scheduled_ns"].to_numpy(dtype=np.int64)
+    started = regions["start_ns"].to_numpy()
+    lengths = (regions["end_ns"] - regions["start_ns"]).to_numpy()
+    sent_us, started_us = microseconds(sent), microseconds(started)
+    by = regions["scheduled_by"].to_numpy(dtype=np.int64)
+    out: list[Timed] = []
+    for i, worker in enumerate(regions["thread"].tolist()):
+        flow_id = i + 1
+        source, target = tracks[int(by[i])], tracks[worker]
+        common = {"cat": FLOW_CAT, "name": FLOW_NAME, "id": flow_id}
+        tail = {"ph": "s", **common, "pid": source.pid, "tid": source.tid, "ts": sent_us[i]}
+        head = {
+            "ph": "f",
+            "bp": "e",
+            **common,
+            "pid": target.pid,
+            "tid": target.tid,
+            "ts": started_us[i],
+        }
+        out.append((int(sent[i]), 0, FLOW_RANK, seq + 2 * i, tail))
+        out.append((int(started[i]), -int(lengths[i]), FLOW_RANK, seq + 2 * i + 1, head))
+    return out
+
+
+def counter_changes(f: StepFunction) -> tuple[np.ndarray, np.ndarray]:
+    """(times, values) where c(t) changes, plus the window's end (c = 0 after it)."""
+    times, values = f.times[:-1], f.values
+    changed = np.r_[True, values[1:] != values[:-1]] if len(values) else np.zeros(0, bool)
+    return np.r_[times[changed], f.times[-1:]], np.r_[values[changed], np.zeros(1, np.int64)]
+
+
+def counter_events(run: Run, pools: Iterable[Pool], seq: int) -> list[Timed]:
+    """Busy threads per pool over the trace window, one event per change."""
+    window = trace_window(run)
+    out: list[Timed] = []
+    for pool in pools:
+        f, _ = pool_step_function(run, pool, window)
+        times, values = counter_changes(f)
+        for t, us, v in zip(times.tolist(), microseconds(times), values.tolist(), strict=True):
+            event = {
+                "ph": "C",
+                "name": COUNTER_NAME,
+                "pid": pool_pid(pool),
+                "ts": us,
+                "args": {COUNTER_SERIES: int(v)},
+            }
+            out.append((int(t), 0, COUNTER_RANK, seq, event))
+            seq += 1
+    return out
+
+
+def metadata_events(tracks: dict[int, Track]) -> list[dict[str, Any]]:
+    """Names and order of every process (pool) and thread (track) used."""
+    pools = sorted({t.pool for t in tracks.values()}, key=POOL_ORDER.index)
+    out: list[dict[str, Any]] = []
+    for pool in pools:
+        pid = pool_pid(pool)
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": pool.value}})
+        out.append(
+            {"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}
+        )
+    for track in sorted(tracks.values(), key=lambda t: (t.pid, t.thread)):
+        common = {"ph": "M", "pid": track.pid, "tid": track.tid}
+        out.append({**common, "name": "thread_name", "args": {"name": track.name}})
+        out.append({**common, "name": "thread_sort_index", "args": {"sort_index": track.thread}})
+    return out
+
+
+def all_slices(run: Run) -> list[Slices]:
+    return [region_slices(run), op_slices(run), *python_call_slices(run), record_slices(run)]
+
+
+def build_trace(run: Run) -> dict[str, Any]:
+    """The run as a Chrome Trace Event Format object (no I/O; ``json.dumps`` it)."""
+    slices = all_slices(run)
+    used = {int(t) for s in slices for t in s.thread.tolist()}
+    tracks = thread_tracks(run, used)
+    timed: list[Timed] = []
+    for s in slices:
+        timed += _slice_events(s, tracks, len(timed))
+    timed += flow_events(run, tracks, len(timed))
+    pools = sorted({t.pool for t in tracks.values()}, key=POOL_ORDER.index)
+    timed += counter_events(run, pools, len(timed))
+    timed.sort(key=lambda e: e[:4])
+    lo, hi = trace_window(run)
+    return {
+        "traceEvents": metadata_events(tracks) + [e[4] for e in timed],
+        "displayTimeUnit": DISPLAY_TIME_UNIT,
+        "otherData": {
+            "producer": f"tftrace {__version__}",
+            "run": str(run.path),
+            "time_axis": "µs since the recorder started (the run's ns axis / 1000)",
+            "window_ns": f"{lo} {hi}",
+        },
+    }
+
+
+def write_trace(trace: dict[str, Any], path: Path) -> int:
+    """Write the object as JSON (gzip-compressed when ``path`` ends in ``.gz``); bytes written.
+
+    ``allow_nan=False``: NaN is not JSON, and a viewer would reject the whole file.
+    The gzip header carries no time stamp, so the same run exports to the same bytes.
+    """
+    data = json.dumps(trace, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    if path.suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
+    path.write_bytes(data)
+    return len(data)

@@ -1,0 +1,136 @@
+"""Where the wall time went: every instant of a window in exactly one category.
+
+Categories, first match wins (so they add up to 100 % of the window):
+
+1. ``intra-op parallel``: at least one Eigen (intra-op) worker is inside a region.
+2. ``op, intra idle``: an op runs on some other thread (a graph op on an inter-op thread
+   or inline, or an eager op on a Python thread) and no Eigen worker is busy.
+3. ``waiting for a thread``: a closure has been scheduled (Record) and not yet started
+   (StartRegion) on any pool, and nothing of 1-2 runs: work exists, no thread runs it.
+4. ``dispatch & executor``: a Python thread is inside a TF call (eager dispatch,
+   tf.function call) or an executor event is open, and nothing of 1-3 holds.
+5. ``python / host``: Python code runs: a ``tf.py_function`` / ``py_func`` op is running
+   (it holds the GIL; this takes precedence over 3 and 4), or the main thread is on a CPU
+   (its CPU time grew by more than half of a sampling period, per the OS sampler) and
+   nothing of 1-4 holds.
+6. ``idle``: the rest.
+
+tf.function call events (``__inference_*``) count as calls (4), not ops: the ops they run
+are traced separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
+from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+CATEGORIES = (
+    "intra-op parallel",
+    "op, intra idle",
+    "waiting for a thread",
+    "dispatch & executor",
+    "python / host",
+    "idle",
+)
+FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+PYTHON_OPS = ("EagerPyFunc", "PyFunc", "PyFuncStateless")
+# Indicator order (first match wins) and the category each one fills.
+_ORDER = ("eigen", "ops", "python_ops", "queued", "tf_call", "main_on_cpu")
+_CATEGORY_OF = (0, 1, 4, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class Indicators:
+    """Interval sets, one per condition of the categories above."""
+
+    eigen: tuple[np.ndarray, np.ndarray]
+    ops: tuple[np.ndarray, np.ndarray]
+    python_ops: tuple[np.ndarray, np.ndarray]
+    queued: tuple[np.ndarray, np.ndarray]
+    tf_call: tuple[np.ndarray, np.ndarray]
+    main_on_cpu: tuple[np.ndarray, np.ndarray]
+
+
+def _empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+
+def _main_on_cpu(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
+    samples = run.samples[run.samples["thread"].isin(main)].sort_values("t_ns")
+    if len(samples) < 2:
+        return _empty()
+    t, cpu = samples["t_ns"].to_numpy(), samples["cpu_ns"].to_numpy()
+    on = np.diff(cpu) > 0.5 * np.diff(t)
+    return t[:-1][on], t[1:][on]
+
+
+def indicators(run: Run) -> Indicators:
+    eigen = set(pool_thread_keys(run, Pool.INTRA_OP).tolist())
+    regions = run.regions
+    in_eigen = regions["thread"].isin(eigen).to_numpy()
+    ops = op_events(run)
+    op_type = ops["op_type"].astype(str)
+    ops = ops[~op_type.str.startswith(FUNCTION_PREFIXES)]
+    is_python = op_type[ops.index].isin(PYTHON_OPS).to_numpy()
+    queued = regions.dropna(subset=["scheduled_ns"])
+    ev = run.events
+    python = run.threads.loc[
+        run.threads["pool"].isin([Pool.PYTHON_MAIN.value, Pool.PYTHON_OTHER.value]), "thread"
+    ]
+    kind = ev["kind"].astype(str)
+    calls = ((kind == EventKind.CALL.value) & ev["thread"].isin(python)) | (
+        kind == EventKind.EXECUTOR.value
+    )
+    return Indicators(
+        eigen=(regions["start_ns"].to_numpy()[in_eigen], regions["end_ns"].to_numpy()[in_eigen]),
+        ops=(ops["start_ns"].to_numpy()[~is_python], ops["end_ns"].to_numpy()[~is_python]),
+        python_ops=(ops["start_ns"].to_numpy()[is_python], ops["end_ns"].to_numpy()[is_python]),
+        queued=(
+            queued["scheduled_ns"].to_numpy(dtype=np.int64),
+            queued["start_ns"].to_numpy(dtype=np.int64),
+        ),
+        tf_call=(ev.loc[calls, "start_ns"].to_numpy(), ev.loc[calls, "end_ns"].to_numpy()),
+        main_on_cpu=_main_on_cpu(run),
+    )
+
+
+def _raw(intervals: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> StepFunction:
+    """How many of the intervals are open (not merged: only > 0 matters here)."""
+    s, e = np.maximum(intervals[0], lo), np.minimum(intervals[1], hi)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    t = np.concatenate([[lo, hi], s, e]).astype(np.int64)
+    d = np.concatenate([[0, 0], np.ones(len(s)), -np.ones(len(e))]).astype(np.int64)
+    order = np.argsort(t, kind="stable")
+    times, first = np.unique(t[order], return_index=True)
+    level = np.cumsum(np.add.reduceat(d[order], first))
+    return StepFunction(times, level[:-1])
+
+
+def breakdown(
+    run: Run, window: tuple[int, int] | None = None, signals: Indicators | None = None
+) -> pd.DataFrame:
+    """ns and share of the window per category (rows in CATEGORIES order)."""
+    lo, hi = window or trace_window(run)
+    sig = signals or indicators(run)
+    functions = [_raw(getattr(sig, name), lo, hi) for name in _ORDER]
+    edges = np.unique(np.concatenate([f.times for f in functions]))
+    if len(edges) < 2 or hi <= lo:
+        return pd.DataFrame({"category": CATEGORIES, "ns": 0, "share": 0.0})
+    width = np.diff(edges)
+    on = [f.values[np.searchsorted(f.times, edges[:-1], side="right") - 1] > 0 for f in functions]
+    category = np.full(len(width), len(CATEGORIES) - 1)
+    for index in reversed(range(len(on))):  # first match wins: assign the first one last
+        category[on[index]] = _CATEGORY_OF[index]
+    ns = np.bincount(category, weights=width, minlength=len(CATEGORIES)).astype(np.int64)
+    return pd.DataFrame({"category": CATEGORIES, "ns": ns, "share": ns / (hi - lo)})

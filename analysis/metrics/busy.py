@@ -1,0 +1,65 @@
+"""When is a thread busy, by the trace: the definition every concurrency figure uses.
+
+- A thread-pool worker (inter-op, intra-op, tf.data, other TF threads) is busy while it
+  runs a closure (a region between StartRegion and StopRegion) or an op: "owning work".
+  Input-pipeline events (``PrefetchProduce``, ``Iterator::...``) are not: a prefetch
+  thread sits inside them while it waits for the stage below. This is not on-CPU time:
+  a ``tf_Compute`` thread that hands a MatMul to the Eigen pool and waits is busy; the
+  OS sampler tells the two apart.
+- A Python thread is busy while it is inside TensorFlow: an op it runs inline, an eager
+  or tf.function call, or input-pipeline work. Python code around those calls is not busy
+  by the trace (py-spy and the OS sampler see it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+PYTHON_POOLS = (Pool.PYTHON_MAIN, Pool.PYTHON_OTHER)
+WORKER_KINDS = (EventKind.OP,)
+PYTHON_KINDS = (EventKind.OP, EventKind.CALL, EventKind.DATA)
+
+
+def trace_window(run: Run) -> tuple[int, int]:
+    """[first event start, last event end] of the trace, ns on the run's axis."""
+    if run.events.empty:
+        return 0, 0
+    return int(run.events["start_ns"].min()), int(run.events["end_ns"].max())
+
+
+def _kind_codes(events: pd.DataFrame, kinds: tuple[EventKind, ...]) -> np.ndarray:
+    categories = list(events["kind"].cat.categories)
+    wanted = [categories.index(k.value) for k in kinds if k.value in categories]
+    return np.isin(events["kind"].cat.codes.to_numpy(), wanted)
+
+
+def busy_intervals(
+    run: Run, threads: list[int] | np.ndarray
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """(start, end) arrays of busy intervals per thread key (not merged: may nest)."""
+    pool_of = run.threads.set_index("thread")["pool"]
+    events = run.events
+    thread_col = events["thread"].to_numpy()
+    start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
+    is_worker_kind = _kind_codes(events, WORKER_KINDS)
+    is_python_kind = _kind_codes(events, PYTHON_KINDS)
+    region_thread = run.regions["thread"].to_numpy()
+    out = {}
+    for thread in threads:
+        python = Pool(pool_of[thread]) in PYTHON_POOLS
+        mine = (thread_col == thread) & (is_python_kind if python else is_worker_kind)
+        in_region = region_thread == thread
+        out[int(thread)] = (
+            np.concatenate([start[mine], run.regions["start_ns"].to_numpy()[in_region]]),
+            np.concatenate([end[mine], run.regions["end_ns"].to_numpy()[in_region]]),
+        )
+    return out
+
+
+def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:
+    return run.threads.loc[run.threads["pool"] == pool.value, "thread"].to_numpy()

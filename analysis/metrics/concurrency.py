@@ -1,0 +1,154 @@
+"""Concurrency per pool: how many of a pool's threads are busy, over time and on the whole.
+
+Busy is defined in ``busy.py``. Utilisation is busy thread-time / (pool size x window);
+the share of cores is mean concurrency / schedulable CPUs, classed as VTune does:
+idle (< 0.5 core busy), poor (<= 50 % of cores), ok (<= 85 %), ideal (> 85 %), and
+"over" when more threads are busy on average than there are cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys, trace_window
+from tftrace.analysis.metrics.intervals import StepFunction, concurrency
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+CONFIGURED = {Pool.INTER_OP: "inter_op", Pool.INTRA_OP: "intra_op"}
+
+
+@dataclass(frozen=True)
+class PoolConcurrency:
+    pool: Pool
+    window: tuple[int, int]
+    threads: int  # threads known in the pool (any source)
+    size_configured: int | None  # from the manifest (inter/intra-op only)
+    size_observed: int  # threads of the pool busy at some point in the window
+    busy_thread_ns: int
+    mean: float  # average number of busy threads over the window
+    peak: int
+    level_ns: tuple[int, ...]  # time with 0, 1, ..., peak threads busy
+    cores: int | None
+
+    @property
+    def size(self) -> int:
+        return self.size_configured or self.threads
+
+    @property
+    def utilisation(self) -> float | None:
+        width = self.window[1] - self.window[0]
+        return self.busy_thread_ns / (self.size * width) if self.size and width > 0 else None
+
+    @property
+    def core_share(self) -> float | None:
+        return self.mean / self.cores if self.cores else None
+
+    @property
+    def core_class(self) -> str | None:
+        share = self.core_share
+        if share is None:
+            return None
+        if self.mean < 0.5:
+            return "idle"
+        if share > 1.0:
+            return "over"
+        return "poor" if share <= 0.5 else "ok" if share <= 0.85 else "ideal"
+
+    def histogram(self) -> pd.DataFrame:
+        width = self.window[1] - self.window[0]
+        ns = np.array(self.level_ns, dtype=np.int64)
+        return pd.DataFrame(
+            {"busy_threads": np.arange(len(ns)), "ns": ns, "fraction": ns / width if width else ns}
+        )
+
+
+def cores_of(run: Run) -> int | None:
+    host = (run.manifest or {}).get("host") or {}
+    affinity = host.get("cpu_affinity")
+    return len(affinity) if affinity else None
+
+
+def configured_size(run: Run, pool: Pool) -> int | None:
+    key = CONFIGURED.get(pool)
+    pools = (run.manifest or {}).get("pools") or {}
+    return int(pools[key]["size"]) if key and key in pools else None
+
+
+def pool_step_function(
+    run: Run, pool: Pool, window: tuple[int, int] | None = None
+) -> tuple[StepFunction, dict[int, int]]:
+    """c(t) for the pool over the window, and busy ns per thread."""
+    lo, hi = window or trace_window(run)
+    intervals = busy_intervals(run, pool_thread_keys(run, pool))
+    f = concurrency([s for s, _ in intervals.values()], [e for _, e in intervals.values()], lo, hi)
+    per_thread = {
+        t: int(concurrency([s], [e], lo, hi).integral_at(np.array([hi]))[0])
+        for t, (s, e) in intervals.items()
+    }
+    return f, per_thread
+
+
+def pool_concurrency(
+    run: Run, pool: Pool, window: tuple[int, int] | None = None
+) -> PoolConcurrency:
+    lo, hi = window or trace_window(run)
+    f, per_thread = pool_step_function(run, pool, (lo, hi))
+    busy = int(f.integral_at(np.array([hi]))[0])
+    peak = int(f.values.max()) if len(f.values) else 0
+    levels = tuple(int(x) for x in f.time_at_level(peak + 1))
+    return PoolConcurrency(
+        pool=pool,
+        window=(lo, hi),
+        threads=len(pool_thread_keys(run, pool)),
+        size_configured=configured_size(run, pool),
+        size_observed=sum(1 for ns in per_thread.values() if ns > 0),
+        busy_thread_ns=busy,
+        mean=busy / (hi - lo) if hi > lo else 0.0,
+        peak=peak,
+        level_ns=levels,
+        cores=cores_of(run),
+    )
+
+
+def concurrency_series(
+    run: Run, pool: Pool, resolution_ns: int, window: tuple[int, int] | None = None
+) -> pd.DataFrame:
+    """Mean number of busy threads of the pool in each bin of ``resolution_ns``."""
+    lo, hi = window or trace_window(run)
+    f, _ = pool_step_function(run, pool, (lo, hi))
+    edges = np.arange(lo, hi + resolution_ns, resolution_ns, dtype=np.int64)
+    edges[-1] = min(edges[-1], hi)
+    integral = f.integral_at(edges)
+    widths = np.diff(edges)
+    return pd.DataFrame(
+        {"t_ns": edges[:-1], "busy_threads": np.diff(integral) / np.maximum(widths, 1)}
+    )
+
+
+ANALYSED_POOLS = (Pool.INTER_OP, Pool.INTRA_OP, Pool.TF_DATA, Pool.PYTHON_MAIN)
+
+
+def pools_table(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One row per analysed pool with its size, concurrency and utilisation."""
+    rows = []
+    for pool in ANALYSED_POOLS:
+        c = pool_concurrency(run, pool, window)
+        rows.append(
+            {
+                "pool": pool.value,
+                "threads": c.threads,
+                "configured": c.size_configured,
+                "observed": c.size_observed,
+                "mean": c.mean,
+                "peak": c.peak,
+                "utilisation": c.utilisation,
+                "core_share": c.core_share,
+                "core_class": c.core_class,
+                "busy_thread_s": c.busy_thread_ns / 1e9,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,85 @@
+"""CPU truth from the OS sampler, beside the trace's busy time.
+
+The sampler's counters are cumulative (schedstat: ns on CPU, ns waiting on a run queue),
+so the amount in a window is the difference of the counters interpolated at its edges.
+CPU above traced busy time is spin or work the trace does not show (Eigen workers spin
+before they sleep); run-queue wait is time a thread was runnable but no core was free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.busy import busy_intervals, trace_window
+from tftrace.analysis.metrics.intervals import concurrency
+from tftrace.analysis.model.run import Run
+
+
+def _delta(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
+    """Growth of a cumulative counter over [lo, hi], linear between samples.
+
+    A thread first seen after ``lo`` was born in the window: its counters started at 0.
+    """
+    if len(t) == 0:
+        return float("nan")
+    start = np.interp(lo, t, value) if t[0] <= lo else 0.0
+    return float(np.interp(hi, t, value) - start)
+
+
+def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """Per OS thread: on-CPU ns, run-queue wait ns (both from /proc) and traced busy ns."""
+    lo, hi = window or trace_window(run)
+    samples = run.samples
+    if samples.empty:
+        return pd.DataFrame(
+            columns=["thread", "tid", "pool", "cpu_ns", "wait_ns", "busy_ns", "untraced_ns"]
+        )
+    busy = busy_intervals(run, run.threads["thread"].to_numpy())
+    pool_of = run.threads.set_index("thread")["pool"].astype(str)
+    rows = []
+    for (thread, tid), group in samples.groupby(["thread", "tid"], sort=True):
+        t = group["t_ns"].to_numpy()
+        cpu = _delta(t, group["cpu_ns"].to_numpy(), lo, hi)
+        wait = _delta(t, group["wait_ns"].to_numpy(), lo, hi)
+        s, e = busy.get(int(thread), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        traced = float(concurrency([s], [e], lo, hi).integral_at(np.array([hi]))[0])
+        rows.append(
+            {
+                "thread": int(thread),
+                "tid": int(tid),
+                "pool": pool_of.get(int(thread), "unmapped"),
+                "cpu_ns": cpu,
+                "wait_ns": wait,
+                "busy_ns": traced,
+                "untraced_ns": cpu - traced,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def pool_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """Per pool: CPU seconds, traced busy seconds, their ratio and run-queue wait."""
+    per_thread = thread_cpu(run, window)
+    if per_thread.empty:
+        return pd.DataFrame(
+            columns=["pool", "threads", "cpu_s", "busy_s", "cpu_per_busy", "wait_s"]
+        )
+    grouped = per_thread.groupby("pool", sort=False).agg(
+        threads=("thread", "count"),
+        cpu_ns=("cpu_ns", "sum"),
+        busy_ns=("busy_ns", "sum"),
+        wait_ns=("wait_ns", "sum"),
+    )
+    return pd.DataFrame(
+        {
+            "pool": grouped.index,
+            "threads": grouped["threads"].to_numpy(),
+            "cpu_s": grouped["cpu_ns"].to_numpy() / 1e9,
+            "busy_s": grouped["busy_ns"].to_numpy() / 1e9,
+            "cpu_per_busy": (
+                grouped["cpu_ns"] / grouped["busy_ns"].where(grouped["busy_ns"] > 0)
+            ).to_numpy(),
+            "wait_s": grouped["wait_ns"].to_numpy() / 1e9,
+        }
+    )

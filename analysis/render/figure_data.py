@@ -1,0 +1,237 @@
+"""Plot-ready tables for the report's figures: pure functions of a Run and its Analysis.
+
+Every figure of ``tftrace report`` is drawn by ``plots.py`` from one of these DataFrames
+and nothing else, so what a figure shows is decided (and tested) here, without matplotlib.
+Times on the figures' axes are seconds since the start of the analysed window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.breakdown import CATEGORIES
+from tftrace.analysis.metrics.busy import busy_intervals
+from tftrace.analysis.metrics.concurrency import concurrency_series, cores_of, pool_concurrency
+from tftrace.analysis.metrics.intervals import clip, union
+from tftrace.analysis.metrics.queue_delay import queue_delay_histogram
+from tftrace.analysis.metrics.steps import Steps
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.render.terminal import Analysis
+
+SERIES_BINS = 400  # bins of the concurrency-over-time figure: ~2 px each at report width
+TIMELINE_RESOLUTION = 2000  # gaps under 1/2000 of the window are below a pixel: not drawn
+MAX_STEP_BARS = 20
+# Timeline rows: the driver first, then the pools that run TF's work, then the rest.
+_FIRST = (
+    Pool.PYTHON_MAIN,
+    Pool.INTER_OP,
+    Pool.INTRA_OP,
+    Pool.TF_DATA,
+    Pool.TF_OTHER,
+    Pool.PYTHON_OTHER,
+)
+TIMELINE_ORDER = (*_FIRST, *(p for p in Pool if p not in _FIRST))
+_RANK = {pool.value: rank for rank, pool in enumerate(TIMELINE_ORDER)}
+
+
+@dataclass(frozen=True)
+class ReportPlotData:
+    """Everything the report's figures show, one table per figure."""
+
+    concurrency: pd.DataFrame  # concurrency_stack
+    cores: int | None  # schedulable CPUs, the reference line of the concurrency figure
+    histograms: pd.DataFrame  # concurrency_histograms
+    timeline: pd.DataFrame  # thread_timeline
+    queue_delay: pd.DataFrame  # queue_delay_distribution
+    breakdown: pd.DataFrame  # breakdown_bars
+
+
+def _seconds(t_ns: np.ndarray | pd.Series, lo: int) -> np.ndarray:
+    return (np.asarray(t_ns, dtype=np.int64) - lo) / 1e9
+
+
+def concurrency_stack(
+    run: Run, pools: Sequence[Pool], window: tuple[int, int], bins: int = SERIES_BINS
+) -> pd.DataFrame:
+    """Mean busy threads of each pool per bin (one column per pool value), for a stacked plot.
+
+    Rows are bins of equal width (``concurrency_series``); ``t_ns``/``t_s`` are bin starts. A
+    last row at the window's end repeats the last bin, so a post-step plot reaches the end.
+    """
+    lo, hi = window
+    columns = ["t_ns", "t_s", *(p.value for p in pools)]
+    if hi <= lo or not pools:
+        return pd.DataFrame(columns=columns)
+    resolution = max(1, -(-(hi - lo) // bins))
+    series = {p.value: concurrency_series(run, p, resolution, window) for p in pools}
+    t_ns = np.r_[next(iter(series.values()))["t_ns"].to_numpy(), hi]
+    frame = pd.DataFrame({"t_ns": t_ns, "t_s": _seconds(t_ns, lo)})
+    for pool, s in series.items():
+        values = s["busy_threads"].to_numpy()
+        frame[pool] = np.r_[values, values[-1:]]
+    return frame[columns]
+
+
+def concurrency_histograms(
+    run: Run, pools: Sequence[Pool], window: tuple[int, int]
+) -> pd.DataFrame:
+    """Per pool: time and fraction of the window with 0, 1, ..., peak of its threads busy."""
+    frames = [
+        pool_concurrency(run, pool, window).histogram().assign(pool=pool.value) for pool in pools
+    ]
+    if not frames:
+        return pd.DataFrame(columns=["pool", "busy_threads", "ns", "fraction"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["pool", "busy_threads", "ns", "fraction"]]
+
+
+def thread_label(thread: pd.Series) -> str:
+    """'pool: TF or Python name (tid N)': the name that tells the thread apart in its pool."""
+    name = next(
+        (
+            str(thread[c])
+            for c in ("tf_name", "python_name", "line_name", "os_name")
+            if pd.notna(thread[c])
+        ),
+        "?",
+    )
+    tid = f"tid {int(thread['tid'])}" if pd.notna(thread["tid"]) else "no tid"
+    return f"{thread['pool']}: {name} ({tid})"
+
+
+def _close_gaps(start: np.ndarray, end: np.ndarray, min_gap_ns: int) -> tuple[np.ndarray, ...]:
+    """Join disjoint sorted intervals separated by less than ``min_gap_ns`` (sub-pixel gaps)."""
+    if min_gap_ns <= 0 or len(start) < 2:
+        return start, end
+    new = np.r_[True, (start[1:] - end[:-1]) >= min_gap_ns]
+    last = np.r_[np.flatnonzero(new)[1:] - 1, len(end) - 1]
+    return start[new], end[last]
+
+
+def _timeline_threads(run: Run) -> pd.DataFrame:
+    ranks = run.threads["pool"].astype(str).map(_RANK).fillna(len(_RANK))
+    return run.threads.assign(_rank=ranks.to_numpy()).sort_values(["_rank", "thread"])
+
+
+def thread_timeline(run: Run, window: tuple[int, int], min_gap_ns: int = 0) -> pd.DataFrame:
+    """Every thread busy in the window: its merged busy intervals (``busy.py``), one row each.
+
+    ``row`` numbers the threads from the top of the figure (main thread, inter-op, intra-op,
+    tf.data, ...); gaps shorter than ``min_gap_ns`` are closed to keep the drawing small.
+    """
+    lo, hi = window
+    threads = _timeline_threads(run)
+    intervals = busy_intervals(run, threads["thread"].to_numpy())
+    parts: list[pd.DataFrame] = []
+    for _, thread in threads.iterrows():
+        start, end = union(*clip(*intervals[int(thread["thread"])], lo, hi))
+        start, end = _close_gaps(start, end, min_gap_ns)
+        if len(start):
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "row": len(parts),
+                        "thread": int(thread["thread"]),
+                        "label": thread_label(thread),
+                        "pool": str(thread["pool"]),
+                        "start_ns": start,
+                        "end_ns": end,
+                        "start_s": _seconds(start, lo),
+                        "width_s": (end - start) / 1e9,
+                    }
+                )
+            )
+    if not parts:
+        return pd.DataFrame(
+            columns=["row", "thread", "label", "pool", "start_ns", "end_ns", "start_s", "width_s"]
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def queue_delay_distribution(run: Run, pools: Sequence[Pool]) -> pd.DataFrame:
+    """Per pool: closures per log-spaced bin of queue delay (us), and their share of the pool.
+
+    Empty bins at both ends are dropped. The first bin, [0, 1 ns), starts at 0.1 ns instead:
+    a log axis has no 0.
+    """
+    frames = []
+    for pool in pools:
+        hist = queue_delay_histogram(run, pool.value)
+        counts = hist["closures"].to_numpy()
+        if counts.sum() == 0:
+            continue
+        used = np.flatnonzero(counts)
+        hist = hist.iloc[used[0] : used[-1] + 1]
+        hi_ns = hist["hi_ns"].to_numpy(dtype=np.float64)
+        lo_ns = np.where(hist["lo_ns"].to_numpy() > 0, hist["lo_ns"].to_numpy(), hi_ns / 10)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "pool": pool.value,
+                    "lo_us": lo_ns / 1e3,
+                    "width_us": (hi_ns - lo_ns) / 1e3,
+                    "closures": hist["closures"].to_numpy(),
+                    "fraction": hist["closures"].to_numpy() / counts.sum(),
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=["pool", "lo_us", "width_us", "closures", "fraction"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _bar(bar: int, label: str, shares: Sequence[float]) -> pd.DataFrame:
+    share = np.asarray(shares, dtype=np.float64)
+    left = np.r_[0.0, np.cumsum(share)[:-1]]
+    return pd.DataFrame(
+        {
+            "bar": bar,
+            "label": label,
+            "category": list(CATEGORIES),
+            "share": share,
+            "left": left,
+            "mid": left + share / 2,
+        }
+    )
+
+
+def breakdown_bars(
+    breakdown: pd.DataFrame,
+    steps: Steps,
+    window: tuple[int, int],
+    max_steps: int = MAX_STEP_BARS,
+) -> pd.DataFrame:
+    """Stacked-bar segments of the wall-time breakdown: bar 0 the window, then the first steps.
+
+    One row per (bar, category), in ``CATEGORIES`` order; ``left`` is where the segment starts
+    (shares of the bar, adding up to 1), ``mid`` its centre for a label.
+    """
+    width_ms = (window[1] - window[0]) / 1e6
+    shares = breakdown.set_index("category").reindex(list(CATEGORIES))["share"].fillna(0.0)
+    bars = [_bar(0, f"window ({width_ms:.1f} ms)", shares.to_list())]
+    for bar, (_, step) in enumerate(steps.table.head(max_steps).iterrows(), start=1):
+        label = f"step {int(step['step'])} ({step['duration_ns'] / 1e6:.1f} ms)"
+        bars.append(_bar(bar, label, [float(step[c]) for c in CATEGORIES]))
+    return pd.concat(bars, ignore_index=True)
+
+
+def report_plot_data(analysis: Analysis) -> ReportPlotData:
+    """The tables of every figure of the report, for the pools the Analysis reports on."""
+    run, window = analysis.run, analysis.window
+    pools = [Pool(p) for p in analysis.pools["pool"]]
+    queued = [Pool(p) for p in analysis.queue_delay["pool"]]
+    return ReportPlotData(
+        concurrency=concurrency_stack(run, pools, window),
+        cores=cores_of(run),
+        histograms=concurrency_histograms(run, pools, window),
+        timeline=thread_timeline(
+            run, window, min_gap_ns=(window[1] - window[0]) // TIMELINE_RESOLUTION
+        ),
+        queue_delay=queue_delay_distribution(run, queued),
+        breakdown=breakdown_bars(analysis.breakdown, analysis.steps, window),
+    )

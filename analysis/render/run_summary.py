@@ -1,0 +1,123 @@
+"""A first look at a run directory: what ran, what each source recorded, threads per pool."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tftrace.analysis.model.pools import Pool, pool_of_identity
+from tftrace.errors import TftraceError
+from tftrace.tracer import rundir
+
+
+class RunDirError(TftraceError):
+    """Not a readable run directory (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    path: Path
+    manifest: dict[str, Any]
+    os_threads_by_pool: dict[Pool, int]
+    sampled_threads: int | None
+
+
+def _load_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise RunDirError(f"{path}: not readable JSON ({e})") from None
+
+
+def os_threads_by_pool(identity: dict[str, Any] | None) -> dict[Pool, int]:
+    if not identity:
+        return {}
+    counts = Counter(pool_of_identity(t)[0] for t in identity.get("threads", []))
+    return {pool: counts[pool] for pool in Pool if counts[pool]}
+
+
+def summarize(path: Path) -> RunSummary:
+    if not path.is_dir():
+        raise RunDirError(f"{path}: no such run directory")
+    manifest = _load_json(path / rundir.MANIFEST)
+    if manifest is None:
+        raise RunDirError(f"{path}: no {rundir.MANIFEST} (not a tftrace run directory)")
+    if manifest.get("kind") != "tftrace-run":
+        raise RunDirError(f"{path / rundir.MANIFEST}: not a tftrace manifest")
+    identity = _load_json(path / rundir.IDENTITY)
+    table = _load_json(path / rundir.OS_THREADS_TABLE)
+    sampled = len(table["threads"]) if table else None
+    return RunSummary(path, manifest, os_threads_by_pool(identity), sampled)
+
+
+def _source_line(name: str, status: dict[str, Any]) -> str:
+    state = status.get("state", "?")
+    extra = ""
+    if name == "os_sampler" and state == "recorded":
+        extra = (
+            f" ({status['samples']} samples of {status['threads']} threads at {status['hz']:g} Hz)"
+        )
+    elif name == "tf_profiler" and state == "recorded":
+        extra = f" ({', '.join(status.get('xplane', []))})"
+    elif name == "pyspy" and state == "recorded":
+        extra = f" ({status.get('samples_line') or 'chrometrace'})"
+    elif name == "thread_identity" and state == "recorded":
+        extra = f" ({status['resolved']} of {status['threads']} OS threads mapped to trace ids)"
+    elif status.get("reason"):
+        extra = f": {status['reason']}"
+    return f"{name:16} {state}{extra}"
+
+
+def summary_lines(summary: RunSummary) -> list[str]:
+    m = summary.manifest
+    work = m.get("workload", {})
+    versions, host = m.get("versions", {}), m.get("host", {})
+    lines = [
+        f"run        {summary.path}",
+        f"status     {m.get('status')}  (workload exit code {work.get('exit_code')}"
+        + (
+            f", {work['exception']['type']}: {work['exception']['message']}"
+            if work.get("exception")
+            else ""
+        )
+        + ")",
+        f"command    {' '.join(m.get('workload_command', [])[1:])}",
+        f"versions   python {versions.get('python')}, tensorflow "
+        f"{versions.get('tensorflow_runtime', '?')}",
+        f"cpus       {len(host.get('cpu_affinity', []))} schedulable of {host.get('cpu_count')}",
+    ]
+    for pool, info in (m.get("pools") or {}).items():
+        lines.append(f"{pool:10} {info['size']} threads ({info['source']})")
+    if summary.os_threads_by_pool:
+        counts = ", ".join(f"{n} {pool.value}" for pool, n in summary.os_threads_by_pool.items())
+        lines.append(f"threads    {counts}")
+    lines.append("sources")
+    for name, status in sorted((m.get("sources") or {}).items()):
+        lines.append("  " + _source_line(name, status))
+    return lines
+
+
+def render_summary(summary: RunSummary) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    for line in summary_lines(summary):
+        console.print(line, markup=False)
+
+
+def render_record_footer(path: Path, manifest: dict[str, Any]) -> None:
+    import sys
+
+    out = sys.stderr
+    print(f"\ntftrace: run directory {path} ({manifest['status']})", file=out)
+    for name, status in sorted(manifest["sources"].items()):
+        print("  " + _source_line(name, status), file=out)
+    print(f"next: tftrace summary {path}", file=out)
+    print(f"      tftrace threads {path}    (which thread is in which pool, and why)", file=out)
+    print(f"      tensorboard --logdir {path}", file=out)

@@ -1,0 +1,293 @@
+"""tftrace's analysis as TensorBoard summaries, written next to the profile in the run directory.
+
+``write_summaries(analysis)`` writes one event file into ``RUN/tftrace/``. TensorBoard names a run
+after the directory of its event files, relative to ``--logdir``, so ``tensorboard --logdir RUN``
+shows a run ``tftrace`` (scalars, images, text) beside the profile plugin's sessions of ``RUN``.
+
+What is written (tags):
+
+- ``concurrency/<pool>``: mean number of the pool's busy threads per bin, over the trace window
+  (``concurrency_series``). Step = the bin's start in ms since the recorder started (the run's
+  time axis, as everywhere in tftrace); wall time = when that bin happened, so TensorBoard's
+  "relative" axis is time since the first bin and its "wall" axis is the clock of the recording.
+  Bins are whole milliseconds, at most ``MAX_POINTS`` per pool: TensorBoard keeps 1,000 points
+  of a scalar series by default and would otherwise drop some at random.
+- ``pool/<pool>/{mean_concurrency,peak_concurrency,utilisation,core_share}``,
+  ``queue_delay/<pool>/{p50_us,p90_us,p99_us,max_us}``, ``breakdown/<category>`` (share of the
+  window): one point each at step 0, the figures of ``Analysis`` unchanged.
+- ``steps/duration_ms`` and ``steps/breakdown/<category>``: per step found, step = step number.
+- ``plots/<name>``: PNG images given by the caller; ``findings`` and ``about``: markdown text.
+
+The event file is written without TensorFlow: the summary protos, plugin metadata and record
+framing come from the ``tensorboard`` package. tensorboard's ``EventFileWriter`` is not used: it
+opens files through ``tf.io.gfile``, which imports TensorFlow when it is installed (seconds), and
+stamps the file with the current time rather than the recording's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+import struct
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.image import metadata as image_metadata
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.summary.writer.record_writer import RecordWriter
+from tensorboard.util import tensor_util
+
+from tftrace.analysis.findings.rules import Finding
+from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS, concurrency_series
+from tftrace.analysis.render.terminal import Analysis
+
+SUBDIR = "tftrace"
+EVENT_FILE_GLOB = "events.out.tfevents.*"
+MAX_POINTS = 1000
+MS = 1_000_000
+POOL_FIGURES = {
+    "mean": ("mean_concurrency", "Mean number of the pool's threads busy over the trace window."),
+    "peak": ("peak_concurrency", "Most of the pool's threads busy at one moment."),
+    "utilisation": ("utilisation", "Busy thread-time / (pool size x window), 0-1."),
+    "core_share": ("core_share", "Mean concurrency / schedulable CPUs (over 1: oversubscribed)."),
+}
+QUEUE_FIGURES = ("p50_us", "p90_us", "p99_us", "max_us")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def summaries_dir(run_path: Path) -> Path:
+    """Where the summaries of the run at ``run_path`` go: its own TensorBoard run."""
+    return Path(run_path) / SUBDIR
+
+
+def series_resolution_ns(window: tuple[int, int], max_points: int = MAX_POINTS) -> int:
+    """Bin width of the concurrency series: whole ms (so steps in ms are distinct), and at most
+    ``max_points`` bins so TensorBoard's default downsampling keeps every point."""
+    width = max(window[1] - window[0], 1)
+    return max(1, math.ceil(width / max_points / MS)) * MS
+
+
+def write_summaries(
+    analysis: Analysis,
+    images: Mapping[str, bytes] | None = None,
+    findings: Sequence[Finding] | None = None,
+    resolution_ns: int | None = None,
+    directory: Path | None = None,
+) -> Path:
+    """Write the analysis as one event file into ``directory`` (default ``RUN/tftrace``).
+
+    Earlier event files there are removed first, so writing twice never doubles points.
+    ``findings=None`` means "not diagnosed" (no text written); an empty list writes
+    "No findings.". Returns the directory written.
+    """
+    target = directory or summaries_dir(analysis.run.path)
+    clock = _Clock(analysis)
+    resolution = resolution_ns or series_resolution_ns(analysis.window)
+    events = [
+        *about_events(analysis, clock, resolution),
+        *figure_events(analysis, clock),
+        *step_events(analysis, clock),
+        *concurrency_events(analysis, clock, resolution),
+        *image_events(images or {}, clock),
+        *finding_events(findings, clock),
+    ]
+    _replace_event_files(target, events, clock.start_s)
+    return target
+
+
+class _Clock:
+    """Wall time (s since the epoch) of a point on the run's time axis (ns)."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        lo, hi = analysis.window
+        # A bare trace from TF < 2.17 has no absolute start: place its end at "now".
+        self.origin_ns = analysis.run.origin.wall_ns or time.time_ns() - hi
+        self.start_s = self.wall(lo)
+
+    def wall(self, t_ns: int) -> float:
+        return (self.origin_ns + int(t_ns)) / 1e9
+
+
+# --- sections ---------------------------------------------------------------------------------
+
+
+def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
+    """``concurrency/<pool>``: one point per bin, step = bin start in ms on the run's axis."""
+    events: list[Any] = []
+    for pool in ANALYSED_POOLS:
+        series = concurrency_series(analysis.run, pool, resolution_ns, analysis.window)
+        tag = f"concurrency/{pool.value}"
+        description = (
+            f"Mean number of busy {pool.value} threads per {resolution_ns / MS:g} ms bin. "
+            "Step: the bin's start, ms since the recorder started."
+        )
+        for i, (t_ns, value) in enumerate(zip(series["t_ns"], series["busy_threads"], strict=True)):
+            summary = _scalar(tag, float(value), description if i == 0 else None)
+            events.append(_event(summary, int(t_ns) // MS, clock.wall(int(t_ns))))
+    return events
+
+
+def figure_events(analysis: Analysis, clock: _Clock) -> list[Any]:
+    """The whole-window figures of the analysis, one point each at step 0."""
+    values: list[Any] = []
+    for row in analysis.pools.to_dict("records"):
+        for column, (name, description) in POOL_FIGURES.items():
+            values += _maybe_scalar(f"pool/{row['pool']}/{name}", row[column], description)
+    for row in analysis.queue_delay.to_dict("records"):
+        for column in QUEUE_FIGURES:
+            description = f"Queue delay (scheduled -> started) of the pool's closures, {column}."
+            values += _maybe_scalar(f"queue_delay/{row['pool']}/{column}", row[column], description)
+    for row in analysis.breakdown.to_dict("records"):
+        description = f"Share of the window in category {row['category']!r} (0-1)."
+        values += _maybe_scalar(f"breakdown/{slug(row['category'])}", row["share"], description)
+    return [_event(summary, 0, clock.start_s) for summary in values]
+
+
+def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
+    """Per step: its duration and its breakdown shares, step = the step's number."""
+    table = analysis.steps.table
+    shares = [c for c in table.columns if c not in ("step", "start_ns", "end_ns", "duration_ns")]
+    events: list[Any] = []
+    for i, row in enumerate(table.to_dict("records")):
+        first = i == 0
+        wall = clock.wall(int(row["start_ns"]))
+        summaries = _maybe_scalar(
+            "steps/duration_ms",
+            row["duration_ns"] / 1e6,
+            f"Duration of each step ({analysis.steps.source})." if first else None,
+        )
+        for column in shares:
+            summaries += _maybe_scalar(
+                f"steps/breakdown/{slug(column)}",
+                row[column],
+                f"Share of the step in category {column!r} (0-1)." if first else None,
+            )
+        events += [_event(summary, int(row["step"]), wall) for summary in summaries]
+    return events
+
+
+def image_events(images: Mapping[str, bytes], clock: _Clock) -> list[Any]:
+    """``plots/<name>`` for each PNG given."""
+    return [
+        _event(_image(f"plots/{slug(name)}", png, name), 0, clock.start_s)
+        for name, png in images.items()
+    ]
+
+
+def finding_events(findings: Sequence[Finding] | None, clock: _Clock) -> list[Any]:
+    """``findings``: every finding as markdown; nothing when findings were not computed."""
+    if findings is None:
+        return []
+    text = render_findings(findings)
+    return [_event(_text("findings", text, "What tftrace found, worst first."), 0, clock.start_s)]
+
+
+def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
+    """``about``: what was analysed and how to read the axes."""
+    lo, hi = analysis.window
+    lines = [
+        f"**run** `{analysis.run.path}`",
+        "",
+        f"- trace window: {(hi - lo) / 1e9:.3f} s",
+        f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
+        "wall time = when it happened",
+        "- single figures (pool, queue_delay, breakdown) are one point at step 0",
+        *(f"- missing: {line}" for line in analysis.run.missing),
+    ]
+    return [_event(_text("about", "\n".join(lines), "The run analysed."), 0, clock.start_s)]
+
+
+def render_findings(findings: Iterable[Finding]) -> str:
+    """Markdown list of findings: severity, id, pool, message, action (plain, nothing escaped)."""
+    items = []
+    for f in findings:
+        pool_text = f" ({f.pool})" if f.pool else ""
+        item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {f.message}"
+        items.append(f"{item}\n  *Action:* {f.action}" if f.action else item)
+    return "\n".join(items) if items else "No findings."
+
+
+def slug(name: str) -> str:
+    """A tag component from a label: ``python / host`` -> ``python_host`` (no spaces or '/')."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", name.strip()).strip("_") or "_"
+
+
+# --- protos -----------------------------------------------------------------------------------
+
+
+def _event(summary: Any, step: int, wall_s: float) -> Any:
+    return event_pb2.Event(wall_time=wall_s, step=step, summary=summary)
+
+
+def _maybe_scalar(tag: str, value: Any, description: str | None) -> list[Any]:
+    """A scalar summary, or none for a missing figure (None / NaN): TensorBoard has no gaps."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    return [_scalar(tag, float(value), description)]
+
+
+def _scalar(tag: str, value: float, description: str | None) -> Any:
+    """A scalar as TensorFlow 2 writes it: a float32 tensor with the scalars plugin's metadata
+    (the metadata only where given: TensorBoard reads it from a tag's first point)."""
+    value_pb = summary_pb2.Summary.Value(
+        tag=tag, tensor=tensor_util.make_tensor_proto(value, dtype="float32")
+    )
+    if description is not None:
+        value_pb.metadata.CopyFrom(scalar_metadata.create_summary_metadata(tag, description))
+    return summary_pb2.Summary(value=[value_pb])
+
+
+def _image(tag: str, png: bytes, description: str) -> Any:
+    """An image as TensorFlow 2 writes it: a string tensor [width, height, png]."""
+    width, height = png_size(png)
+    tensor = tensor_util.make_tensor_proto(
+        [str(width).encode(), str(height).encode(), bytes(png)], dtype="string"
+    )
+    metadata = image_metadata.create_summary_metadata(tag, description)
+    return summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)]
+    )
+
+
+def _text(tag: str, markdown: str, description: str) -> Any:
+    tensor = tensor_util.make_tensor_proto(markdown.encode(), dtype="string")
+    metadata = text_metadata.create_summary_metadata(tag, description)
+    return summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=metadata)]
+    )
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk; ValueError when the bytes are not a PNG."""
+    if len(png) < 24 or not png.startswith(PNG_SIGNATURE) or png[12:16] != b"IHDR":
+        raise ValueError("image is not a PNG")
+    width, height = struct.unpack(">II", png[16:24])
+    return int(width), int(height)
+
+
+# --- the file ---------------------------------------------------------------------------------
+
+
+def _replace_event_files(directory: Path, events: list[Any], start_s: float) -> Path:
+    """Remove earlier event files (only those) and write ``events`` into a new one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob(EVENT_FILE_GLOB):
+        old.unlink()
+    path = directory / (
+        f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.tftrace"
+    )
+    header = event_pb2.Event(
+        wall_time=start_s,
+        file_version="brain.Event:2",
+        source_metadata=event_pb2.SourceMetadata(writer="tftrace"),
+    )
+    with path.open("wb") as f:
+        writer = RecordWriter(f)
+        for event in (header, *events):
+            writer.write(event.SerializeToString())
+    return path

@@ -1,0 +1,261 @@
+"""From a sweep's runs to its result: timings, effective settings, verdict, warnings and why.
+
+Inputs are plain per-run facts (the run directory, the setting asked for, what the parent
+measured), so that this module never runs anything; ``tftrace sweep`` and the tests feed
+it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tftrace.analysis.sweep.stats import Verdict, beyond_cpus, setting_key, summarize, verdict
+from tftrace.analysis.sweep.timing import Measure, measure, steps_frame
+from tftrace.errors import TftraceError
+from tftrace.tracer import rundir
+from tftrace.tracer.sweep import SWEEP_FILE, Setting
+
+POOLS = {"intra": "intra_op", "inter": "inter_op"}
+SETTERS = {key: f"set_{pool}_parallelism_threads" for key, pool in POOLS.items()}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One timed run as its parent saw it."""
+
+    intra: int | None
+    inter: int | None
+    round: int
+    path: Path
+    wall_s: float
+    cpu_s: float | None
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordedView:
+    """What the analysis of a fully recorded run says about one setting."""
+
+    intra_concurrency: float | None
+    inter_concurrency: float | None
+    finding: Any | None  # the most severe Finding, if any
+    top_category: tuple[str, float] | None  # the breakdown's largest share
+    path: Path
+    concurrency_over: str = "the trace window"
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    target: list[str]
+    cpus: int
+    unit: str  # "s/step" when the timed spans are steps, else "s"
+    bases: list[str]
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    verdict: Verdict
+    warnings: list[str]
+    recorded: dict[tuple[int | None, int | None], RecordedView] = field(default_factory=dict)
+
+
+def usable_cpus(manifest: dict[str, Any]) -> int:
+    host = manifest.get("host") or {}
+    return len(host.get("cpu_affinity") or []) or int(host.get("cpu_count") or 1)
+
+
+def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
+    """One row of the runs table: the timing and the pool sizes the run really had."""
+    steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
+    report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
+    timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
+    cpus = usable_cpus(facts.manifest)
+    pools = facts.manifest.get("pools") or {}
+    calls = (facts.manifest.get("workload") or {}).get("setter_calls") or []
+    row: dict[str, Any] = {
+        "intra": facts.intra,
+        "inter": facts.inter,
+        "round": facts.round,
+        "time_s": timing.per_unit,
+        "span_s": timing.seconds,
+        "steps": timing.steps,
+        "cpu_util": (
+            timing.cpu_seconds / (timing.seconds * cpus)
+            if timing.cpu_seconds is not None and timing.seconds > 0
+            else None
+        ),
+        "basis": timing.basis,
+        "wall_s": facts.wall_s,
+        "process_cpu_s": facts.cpu_s,
+        "path": str(facts.path),
+    }
+    for key, pool in POOLS.items():
+        info = pools.get(pool) or {}
+        row[f"{key}_effective"] = info.get("size")
+        row[f"{key}_source"] = info.get("source")
+        row[f"{key}_calls"] = [c for c in calls if c.get("setter") == SETTERS[key]]
+    return row
+
+
+def _label(intra: Any, inter: Any) -> str:
+    """``Setting.label`` for values from a DataFrame (NA = left to TF)."""
+    return Setting(*setting_key(pd.Series({"intra": intra, "inter": inter}))).label()
+
+
+def label(row: pd.Series) -> str:
+    return _label(row["intra"], row["inter"])
+
+
+def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
+    """Settings the workload changed or ignored: what was asked for is not what ran."""
+    out: list[str] = []
+    for key in POOLS:
+        asked = runs[key]
+        if asked.isna().all():
+            continue
+        wanted = asked.fillna(0).astype(int).replace(0, cpus)
+        differ = runs[runs[f"{key}_effective"].astype("Int64") != wanted]
+        failed = [c for calls in runs[f"{key}_calls"] for c in calls if c.get("error")]
+        if failed:
+            c = failed[0]
+            out.append(
+                f"the script calls {c['setter']}({c['value']}) after TensorFlow started; it "
+                f"fails ({c['error'].split(':')[0]}), so the script's own setting is ignored"
+            )
+        if differ.empty:
+            continue
+        ok = [c for calls in differ[f"{key}_calls"] for c in calls if not c.get("error")]
+        sizes = sorted({int(v) for v in differ[f"{key}_effective"].dropna()})
+        if ok:
+            out.append(
+                f"the script sets {ok[-1]['setter']}({ok[-1]['value']}) itself, which overrides "
+                f"the sweep's {key}-op values: those runs used {key}-op "
+                f"{', '.join(map(str, sizes))} whatever was asked"
+            )
+        else:
+            out.append(
+                f"{len(differ)} run(s) did not get the {key}-op size asked for "
+                f"(got {', '.join(map(str, sizes))})"
+            )
+    effective = runs[["intra_effective", "inter_effective"]].drop_duplicates()
+    asked_settings = runs[["intra", "inter"]].drop_duplicates()
+    if len(asked_settings) > 1 and len(effective) == 1:
+        e = effective.iloc[0]
+        out.append(
+            "every run used the same pool sizes "
+            f"({_label(e['intra_effective'], e['inter_effective'])}): the sweep compared one "
+            "setting with itself"
+        )
+    return out
+
+
+def build(
+    rows: Sequence[dict[str, Any]],
+    cpus: int,
+    baseline: tuple[int | None, int | None],
+    target: list[str],
+) -> SweepResult:
+    """The result from the runs' rows, as ``time_run`` gives them."""
+    runs = pd.DataFrame(rows)
+    runs["intra"] = runs["intra"].astype("Int64")
+    runs["inter"] = runs["inter"].astype("Int64")
+    table = summarize(runs, baseline)
+    warnings = override_warnings(runs, cpus)
+    for i in beyond_cpus(table, cpus):
+        warnings.append(
+            f"{label(table.loc[i])} asks for more threads in one pool than the {cpus} CPUs "
+            "this process may use: it measures oversubscription"
+        )
+    bases = list(dict.fromkeys(runs["basis"]))
+    if len(bases) > 1:
+        warnings.append("runs were timed differently: " + "; ".join(bases))
+    unit = "s/step" if runs["steps"].notna().all() else "s"
+    return SweepResult(target, cpus, unit, bases, runs, table, verdict(table, cpus), warnings)
+
+
+def recorded_view(path: Path) -> RecordedView:
+    """Analyse one fully recorded run (the heavy part: load, analyse, diagnose)."""
+    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.metrics.concurrency import pools_table
+    from tftrace.analysis.model.pools import Pool
+    from tftrace.analysis.model.run import load
+    from tftrace.analysis.render.terminal import analyze
+
+    run = load(path)
+    analysis = analyze(run)
+    # The sweep pinned the pool sizes on purpose: saying so again is noise.
+    findings = [f for f in diagnose(run, analysis) if not f.id.endswith("pinned-vs-cpus")]
+    # Concurrency over the same steady span the timed runs measure, when the trace has steps.
+    steps = analysis.steps.table
+    table = analysis.pools
+    over = "the trace window"
+    if len(steps) >= 2:
+        window = (int(steps["end_ns"].iloc[0]), int(steps["end_ns"].iloc[-1]))
+        table = pools_table(run, window)
+        over = f"the steady steps ({analysis.steps.source})"
+    pools = table.set_index("pool") if len(table) else pd.DataFrame()
+
+    def mean(pool: Pool) -> float | None:
+        if pool.value not in pools.index:
+            return None
+        return float(pools.loc[pool.value, "mean"])
+
+    shares = analysis.breakdown.sort_values("share", ascending=False)
+    top = (str(shares.iloc[0]["category"]), float(shares.iloc[0]["share"])) if len(shares) else None
+    return RecordedView(
+        mean(Pool.INTRA_OP),
+        mean(Pool.INTER_OP),
+        findings[0] if findings else None,
+        top,
+        path,
+        over,
+    )
+
+
+class SweepDirError(TftraceError):
+    """A directory that is not a readable sweep (one line for the user)."""
+
+
+def load_sweep(path: Path) -> SweepResult:
+    """A finished sweep again, from its directory: the runs are re-timed from their files
+    and the recorded runs re-analysed; the warnings are the ones the sweep gave."""
+    data = rundir.read_json_or_none(path / SWEEP_FILE)
+    if data is None or data.get("kind") != "tftrace-sweep":
+        raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
+    options = data.get("options") or {}
+    facts = []
+    for r in data.get("runs") or []:
+        run_path = path / r["path"]
+        manifest = rundir.read_json_or_none(run_path / rundir.MANIFEST)
+        if manifest is None:
+            raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
+        facts.append(
+            RunFacts(
+                r["intra"],
+                r["inter"],
+                r["round"],
+                run_path,
+                r["wall_s"],
+                r.get("process_cpu_s"),
+                manifest,
+            )
+        )
+    if not facts:
+        raise SweepDirError(f"{path}: the sweep has no finished run")
+    (base,) = [s for s in data["settings"] if s.get("is_baseline")]
+    how = Measure(options.get("measure") or "auto")
+    warmup = int(options.get("warmup_steps") or 1)
+    result = build(
+        [time_run(f, how, options.get("marker"), warmup) for f in facts],
+        usable_cpus(facts[0].manifest),
+        (base["intra"], base["inter"]),
+        list(data.get("target") or []),
+    )
+    result.warnings[:] = list(data.get("warnings") or [])
+    for s in data["settings"]:
+        if s.get("recorded_run"):
+            result.recorded[(s["intra"], s["inter"])] = recorded_view(path / s["recorded_run"])
+    return result
