@@ -11,7 +11,7 @@ C), so ``load / parse`` says what tftrace adds on top of reading the trace at al
 or less). ``trace_viewer`` is what TensorBoard does with the same file, the alternative a user
 would otherwise wait for.
 
-    parse         XSpace().ParseFromString(data), tftrace's classes (analysis/xplane_proto.py);
+    parse         XSpace().ParseFromString(data), tftrace's classes (analysis/xplane/schema.py);
                   the file is read before the clock starts
     load          tftrace.analysis.model.run.load(path): read, decode, build every DataFrame
     trace_viewer  TF's conversion for the trace viewer, _pywrap_profiler_plugin

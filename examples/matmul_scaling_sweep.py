@@ -1,44 +1,33 @@
 """The matmul-scaling experiment: for products of growing size, the speedup that intra-op
-threads 1..CPUs give, each measured by ``tftrace sweep`` (fresh processes, interleaved
-repeats, steady state). Prints a Markdown table.
+threads 1..CPUs give, each measured by a sweep (fresh processes, interleaved repeats, steady
+state). Prints a Markdown table.
 
     python examples/matmul_scaling_sweep.py [--sizes 128,512,1000,2000,3000] [--repeat 5]
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+import tftrace
 
 HERE = Path(__file__).resolve().parent
 
 
-def sweep(size: int, intra: list[int], repeat: int, out: Path) -> dict:
-    command = [
-        sys.executable,
-        "-m",
-        "tftrace",
-        "sweep",
-        "--intra",
-        ",".join(map(str, intra)),
-        "--inter",
-        "1",
-        "--repeat",
-        str(repeat),
-        "--no-explain",
-        "--json",
-        "-o",
-        str(out / f"size{size}"),
-        str(HERE / "matmul_scaling.py"),
-        "--size",
-        str(size),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"sweep of size {size} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout)
+def sweep(size: int, intra: list[int], repeat: int, out: Path) -> tftrace.SweepResult:
+    try:
+        return tftrace.sweep(
+            HERE / "matmul_scaling.py",
+            ["--size", str(size)],
+            intra=intra,
+            inter=[1],
+            repeat=repeat,
+            explain=False,
+            output=out / f"size{size}",
+        )
+    except tftrace.TftraceError as e:
+        sys.exit(f"sweep of size {size} failed: {e}")
 
 
 def main() -> None:
@@ -54,16 +43,16 @@ def main() -> None:
         result = sweep(size, intra, args.repeat, args.output)
         cells = [
             f"{s['median_s'] * 1e3:.3g} ms ({s['speedup']:.2f}x ±{s['spread'] / 2:.0%})"
-            for s in result["settings"]
+            for _, s in result.table.iterrows()
         ]
         print(f"| {size} | {' | '.join(cells)} | {short_verdict(result)} |", flush=True)
 
 
-def short_verdict(result: dict) -> str:
-    verdict = result["verdict"]
-    if verdict["kind"] == "faster":
-        return f"use intra {verdict['recommended']['intra']}"
-    return {"no-difference": "no significant difference"}.get(verdict["kind"], "too few runs")
+def short_verdict(result: tftrace.SweepResult) -> str:
+    kind = result.verdict.kind
+    if kind == "faster":
+        return f"use intra {result.recommended.intra}"
+    return {"no-difference": "no significant difference"}.get(kind, "too few runs")
 
 
 if __name__ == "__main__":

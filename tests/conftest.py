@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 EXAMPLES = ROOT / "examples"
+# Real runs recorded with three TF releases (sample_traces/README.md); tf-2.21 the newest.
+SAMPLE_TRACES = ROOT / "sample_traces"
+SAMPLE_RUNS = sorted(SAMPLE_TRACES.glob("tf-*"))
+SAMPLE_RUN = SAMPLE_TRACES / "tf-2.21"
 
 
 @dataclass
@@ -74,6 +79,12 @@ def record(tmp_path: Path):
         return Completed(proc.returncode, proc.stdout, proc.stderr, run)
 
     return _record
+
+
+@pytest.fixture
+def sample_run_copy(tmp_path: Path) -> Path:
+    """A writable copy of ``SAMPLE_RUN`` at ``tmp_path / "run"``."""
+    return Path(shutil.copytree(SAMPLE_RUN, tmp_path / "run"))
 
 
 def host_plane(run: Path) -> Any:

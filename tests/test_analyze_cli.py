@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tftrace
-
-SAMPLES = sorted((Path(__file__).resolve().parent.parent / "sample_traces").glob("tf-*"))
+from conftest import SAMPLE_RUNS, tftrace
 
 
-@pytest.mark.parametrize("run", SAMPLES, ids=[p.name for p in SAMPLES])
+@pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
 def test_analyze_prints_every_section(run: Path):
     proc = tftrace("analyze", run)
     assert proc.returncode == 0, proc.stderr
@@ -21,7 +19,7 @@ def test_analyze_prints_every_section(run: Path):
     assert max(len(line) for line in proc.stdout.splitlines()) <= 100
 
 
-@pytest.mark.parametrize("run", SAMPLES, ids=[p.name for p in SAMPLES])
+@pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
 def test_analyze_json(run: Path):
     proc = tftrace("analyze", "--json", run)
     assert proc.returncode == 0, proc.stderr

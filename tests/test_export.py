@@ -21,7 +21,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import quiet_env
+from conftest import SAMPLE_RUN, SAMPLE_RUNS, SAMPLE_TRACES, quiet_env
 from perfetto_ui import PerfettoUI, chromium, web_dist
 from tftrace.analysis.export.tables import SCHEMA_FILE, read_tables, write_tables
 from tftrace.analysis.export.trace import (
@@ -42,8 +42,7 @@ from tftrace.analysis.model.schema import TABLES
 from tftrace.cli import main
 from trace_event_format import Checked, TraceFormatError, validate
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-RUNS = sorted(p for p in SAMPLES.glob("tf-*") if (p / "manifest.json").exists())
+RUNS = [p for p in SAMPLE_RUNS if (p / "manifest.json").exists()]
 NASTY = '<script>alert(1)</script>"\\'
 OUR_PHASES = {"M", "X", "C", "s", "f"}
 
@@ -224,7 +223,7 @@ def renamed(run: Run) -> Run:
 def test_names_are_json_escaped_not_interpreted(tmp_path: Path):
     from tftrace.analysis.export.trace import write_trace
 
-    run = renamed(load(SAMPLES / "tf-2.21"))
+    run = renamed(load(SAMPLE_RUN))
     path = tmp_path / "nasty.json"
     write_trace(build_trace(run), path)
     text = path.read_text(encoding="utf-8")
@@ -238,16 +237,13 @@ def test_names_are_json_escaped_not_interpreted(tmp_path: Path):
 # CLI ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def run_copy(tmp_path: Path) -> Path:
-    """A writable copy of the tf-2.21 sample (the default output goes inside the run)."""
-    return Path(shutil.copytree(SAMPLES / "tf-2.21", tmp_path / "run"))
+# The default output goes inside the run: these tests export from a writable copy of it.
 
 
-def test_cli_default_paths(run_copy: Path, capsys: pytest.CaptureFixture[str]):
+def test_cli_default_paths(sample_run_copy: Path, capsys: pytest.CaptureFixture[str]):
     for fmt in ("perfetto", "chrome", "csv", "parquet"):
-        assert export(run_copy, fmt) == 0
-    out = run_copy / "export"
+        assert export(sample_run_copy, fmt) == 0
+    out = sample_run_copy / "export"
     assert (out / "perfetto.json.gz").read_bytes()[:2] == b"\x1f\x8b"
     assert read_trace(out / "perfetto.json.gz") == read_trace(out / "chrome.json")
     validate(read_trace(out / "chrome.json"))
@@ -258,23 +254,23 @@ def test_cli_default_paths(run_copy: Path, capsys: pytest.CaptureFixture[str]):
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(
-    run_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_run_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
     assert export(tmp_path / "nothing-here", "chrome") == 2
     (tmp_path / "a-file").write_text("x")
-    assert export(run_copy, "csv", tmp_path / "a-file") == 2
-    assert export(run_copy, "chrome", tmp_path) == 2  # a directory where a file is wanted
-    shutil.rmtree(run_copy / "plugins")  # a run without a trace: its tables still export
-    assert export(run_copy, "perfetto") == 2
-    assert export(run_copy, "csv") == 0
+    assert export(sample_run_copy, "csv", tmp_path / "a-file") == 2
+    assert export(sample_run_copy, "chrome", tmp_path) == 2  # a directory where a file is wanted
+    shutil.rmtree(sample_run_copy / "plugins")  # a run without a trace: its tables still export
+    assert export(sample_run_copy, "perfetto") == 2
+    assert export(sample_run_copy, "csv") == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 4 and all(line.startswith("tftrace: error: ") for line in err)
     assert "no trace events" in err[-1]
 
 
-def test_cli_gzip_follows_the_suffix(run_copy: Path, tmp_path: Path):
-    assert export(run_copy, "chrome", tmp_path / "t.json.gz") == 0
-    assert export(run_copy, "perfetto", tmp_path / "t.json") == 0
+def test_cli_gzip_follows_the_suffix(sample_run_copy: Path, tmp_path: Path):
+    assert export(sample_run_copy, "chrome", tmp_path / "t.json.gz") == 0
+    assert export(sample_run_copy, "perfetto", tmp_path / "t.json") == 0
     assert (tmp_path / "t.json.gz").read_bytes()[:2] == b"\x1f\x8b"
     assert json.loads((tmp_path / "t.json").read_text()) == read_trace(tmp_path / "t.json.gz")
 
@@ -321,7 +317,7 @@ ARROW = {
 @pytest.fixture(params=TABLE_RUNS, ids=[getattr(r, "name", r) for r in TABLE_RUNS])
 def table_run(request: pytest.FixtureRequest) -> Run:
     if request.param == "awkward":
-        return with_awkward_text(load(SAMPLES / "tf-2.21"))
+        return with_awkward_text(load(SAMPLE_RUN))
     return load(request.param)
 
 
@@ -378,15 +374,15 @@ def perfetto_ui_or_skip() -> tuple[Path, str]:
     return ui, browser
 
 
-def test_perfetto_ui_opens_the_export(run_copy: Path, tmp_path: Path):
+def test_perfetto_ui_opens_the_export(sample_run_copy: Path, tmp_path: Path):
     """The gzip export, fed to the Perfetto UI in headless Chromium as vizviewer feeds it.
 
     The UI must show a group per pool and, expanded, a track per thread; its own trace
     processor must hold the slices, flows and counters we wrote, with no import errors.
     """
     ui_dir, browser = perfetto_ui_or_skip()
-    assert export(run_copy, "perfetto") == 0
-    path = run_copy / "export" / "perfetto.json.gz"
+    assert export(sample_run_copy, "perfetto") == 0
+    path = sample_run_copy / "export" / "perfetto.json.gz"
     checked = validate(read_trace(path))
     with PerfettoUI(path.read_bytes(), ui_dir, browser) as ui:
         ui.wait_for_trace(timeout=30)
@@ -430,7 +426,7 @@ def test_perfetto_ui_opens_the_export(run_copy: Path, tmp_path: Path):
 def test_fresh_recording_exports(record):
     """A run recorded now, with every source, exports in all four formats."""
     env = quiet_env(TF_NUM_INTRAOP_THREADS="2", TF_NUM_INTEROP_THREADS="2")
-    done = record(SAMPLES / "workload.py", env=env)
+    done = record(SAMPLE_TRACES / "workload.py", env=env)
     assert done.returncode == 0, done.stderr
     run = load(done.run)
     for fmt in ("perfetto", "chrome", "csv", "parquet"):

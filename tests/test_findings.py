@@ -13,10 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import EXAMPLES, WORKLOADS, quiet_env, tftrace_command
-from tftrace.analysis.findings.rules import Severity, diagnose, eigen_spin, pinned_sizes_vs_cpus
+from conftest import EXAMPLES, SAMPLE_RUN, WORKLOADS, quiet_env, tftrace_command
+from tftrace.analysis.analyze import measure as analyze
+from tftrace.analysis.findings import Severity, diagnose
+from tftrace.analysis.findings.pool_rules import eigen_spin
+from tftrace.analysis.findings.settings_rules import pinned_sizes_vs_cpus
 from tftrace.analysis.model.run import load
-from tftrace.analysis.render.terminal import analyze
+from tftrace.tracer.manifest_reader import Manifest
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +96,7 @@ def test_python_ops_are_python_bound_not_too_small_to_split(findings):
 
 
 def test_findings_are_ordered_by_severity():
-    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    run = load(SAMPLE_RUN)
     found = diagnose(run, analyze(run))
     order = [list(Severity).index(f.severity) for f in found]
     assert order == sorted(order)
@@ -118,7 +121,7 @@ def _with_cpu(analysis, cpu_s: float, busy_s: float):
 
 def test_eigen_spin_rule_on_kernel_figures():
     """The spin rule's thresholds, on CPU figures set by hand."""
-    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    run = load(SAMPLE_RUN)
     analysis = analyze(run)
     (spin,) = eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, busy_s=0.5))
     assert spin.id == "eigen-spin" and spin.evidence == {"cpu_s": 1.0, "busy_s": 0.5}
@@ -127,16 +130,17 @@ def test_eigen_spin_rule_on_kernel_figures():
 
 
 def test_default_sizes_above_a_cgroup_quota():
-    run = load(Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21")
+    run = load(SAMPLE_RUN)
+    recorded = run.manifest.to_json()
     manifest = {
-        **run.manifest,
-        "host": {**run.manifest["host"], "cpu_affinity": [0, 1, 2, 3], "cpu_quota": 1.5},
+        **recorded,
+        "host": {**recorded["host"], "cpu_affinity": [0, 1, 2, 3], "cpu_quota": 1.5},
         "pools": {
             "intra_op": {"size": 4, "source": "default (schedulable CPUs)"},
             "inter_op": {"size": 4, "source": "default (schedulable CPUs)"},
         },
     }
-    found = pinned_sizes_vs_cpus(replace(run, manifest=manifest), analyze(run))
+    found = pinned_sizes_vs_cpus(replace(run, manifest=Manifest.from_json(manifest)), analyze(run))
     assert {f.id for f in found} == {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"}
 
 
@@ -181,7 +185,7 @@ def test_default_sizes_above_a_real_cgroup_quota(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert int(throttled["nr_throttled"]) > 0  # the kernel did hold the run to its quota
     run = load(run_dir)
-    assert run.manifest["host"]["cpu_quota"] == quota
+    assert run.manifest.host.cpu_quota == quota
     found = {f.id for f in diagnose(run, analyze(run))}
     assert {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"} <= found
 

@@ -7,15 +7,13 @@ test; here the whole loader is fed damaged files and must never raise anything e
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
 import pytest
 
+from conftest import SAMPLE_RUN
 from tftrace.analysis.model.run import load
 from tftrace.errors import TraceError
-
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
 
 
 def _damaged_copies(data: bytes, seed: int, count: int) -> list[bytes]:
@@ -29,9 +27,8 @@ def _damaged_copies(data: bytes, seed: int, count: int) -> list[bytes]:
     return out
 
 
-def test_damaged_traces_load_or_fail_cleanly(tmp_path: Path):
-    run = tmp_path / "run"
-    shutil.copytree(SAMPLE, run)
+def test_damaged_traces_load_or_fail_cleanly(sample_run_copy: Path):
+    run = sample_run_copy
     (xplane,) = run.glob("plugins/profile/*/*.xplane.pb")
     original = xplane.read_bytes()
     outcomes = {"loaded": 0, "refused": 0}
@@ -52,7 +49,7 @@ def test_damaged_traces_load_or_fail_cleanly(tmp_path: Path):
 
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9, 0.999])
 def test_truncated_trace_names_the_file(tmp_path: Path, cut: float):
-    (xplane,) = SAMPLE.glob("plugins/profile/*/*.xplane.pb")
+    (xplane,) = SAMPLE_RUN.glob("plugins/profile/*/*.xplane.pb")
     data = xplane.read_bytes()
     path = tmp_path / "cut.xplane.pb"
     path.write_bytes(data[: int(len(data) * cut)])

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tftrace
+from conftest import SAMPLE_RUN, tftrace
 from tftrace.analysis.model.run import load
 from tftrace.errors import TraceError
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
-XPLANE = next(SAMPLE.glob("plugins/profile/*/*.xplane.pb"))
+XPLANE = next(SAMPLE_RUN.glob("plugins/profile/*/*.xplane.pb"))
 
 
 def one_line_error(stderr: str) -> str:
@@ -23,8 +22,8 @@ def one_line_error(stderr: str) -> str:
 
 def test_run_directory_log_directory_and_file_agree(tmp_path: Path):
     logdir = tmp_path / "logs"
-    shutil.copytree(SAMPLE / "plugins", logdir / "plugins")  # TensorBoard's layout, no manifest
-    from_run, from_logdir, from_file = load(SAMPLE), load(logdir), load(XPLANE)
+    shutil.copytree(SAMPLE_RUN / "plugins", logdir / "plugins")  # TensorBoard's layout, no manifest
+    from_run, from_logdir, from_file = load(SAMPLE_RUN), load(logdir), load(XPLANE)
     assert len(from_run.events) == len(from_logdir.events) == len(from_file.events)
     # Without the recorder's files the trace still says which line is which pool...
     python = {"python-main", "python-other"}
@@ -36,8 +35,9 @@ def test_run_directory_log_directory_and_file_agree(tmp_path: Path):
     assert pools(from_logdir) == pools(from_run)
     # ... but no OS thread is known, and nothing is claimed about one.
     assert from_logdir.threads["tid"].isna().all() and from_logdir.samples.empty
+    assert not from_logdir.manifest.exists and from_logdir.manifest.usable_cpus is None
     # The bare file next to its run directory finds the run's other files.
-    assert from_file.manifest is not None and not from_file.samples.empty
+    assert from_file.manifest.exists and not from_file.samples.empty
 
 
 def test_newest_session_or_the_named_one(tmp_path: Path):
@@ -55,9 +55,8 @@ def test_newest_session_or_the_named_one(tmp_path: Path):
         load(logdir, session="nope")
 
 
-def test_partial_run_loads_what_is_there(tmp_path: Path):
-    run = tmp_path / "run"
-    shutil.copytree(SAMPLE, run)
+def test_partial_run_loads_what_is_there(sample_run_copy: Path):
+    run = sample_run_copy
     shutil.rmtree(run / "plugins")
     (run / "pyspy" / "trace.json").unlink()
     loaded = load(run)

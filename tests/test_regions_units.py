@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from builders import events_table
 from tftrace.analysis.model.event_kinds import EventKind, classify, kind_of, split_op
 from tftrace.analysis.model.regions import pair_regions
-from tftrace.analysis.model.schema import EVENTS, validate
 
 START, STOP, RECORD = (
     EventKind.REGION_START.value,
@@ -18,24 +18,8 @@ START, STOP, RECORD = (
 
 
 def events(rows: list[tuple[int, str, int, int | None, int | None]]) -> pd.DataFrame:
-    """rows of (thread, kind, t, p, c) -> an events table."""
-    n = len(rows)
-    df = pd.DataFrame(
-        {
-            "thread": np.array([r[0] for r in rows], dtype=np.int32),
-            "name": pd.Categorical(["x"] * n),
-            "op_name": pd.Categorical([np.nan] * n, categories=[]),
-            "op_type": pd.Categorical([np.nan] * n, categories=[]),
-            "kind": pd.Categorical([r[1] for r in rows], categories=[k.value for k in EventKind]),
-            "start_ns": np.array([r[2] for r in rows], dtype=np.int64),
-            "end_ns": np.array([r[2] for r in rows], dtype=np.int64),
-            "p": pd.array([r[3] for r in rows], dtype="Int64"),
-            "c": pd.array([r[4] for r in rows], dtype="Int64"),
-            "pt": pd.array([None] * n, dtype="Int64"),
-            "ct": pd.array([None] * n, dtype="Int64"),
-        }
-    )
-    return validate(df, EVENTS)
+    """rows of (thread, kind, t, p, c) -> an events table of instants named "x"."""
+    return events_table((thread, "x", kind, t, t, p, c) for thread, kind, t, p, c in rows)
 
 
 def test_pairs_are_joined_to_their_record():

@@ -4,7 +4,6 @@ as a real browser renders it, including trace names crafted to inject HTML."""
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 import enum
 import io
@@ -18,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from test_breakdown_units import MS, hand_built_run
 
 from browser import CHROMIUM, HEADLESS_FLAGS
-from conftest import ROOT, quiet_env, tftrace
+from builders import MS, hand_built_run
+from conftest import SAMPLE_RUN, SAMPLE_TRACES, quiet_env, tftrace
+from tftrace.analysis.analyze import analyze
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.busy import busy_intervals
 from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
@@ -31,9 +31,8 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.render import figure_data as plot_data
 from tftrace.analysis.render.html import FIGURES, SECTIONS
-from tftrace.analysis.render.terminal import analyze
+from tftrace.tracer.manifest_reader import Manifest
 
-SAMPLES = ROOT / "sample_traces"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EVIL_SCRIPT = "<script>alert(1)</script>"
 EVIL_IMG = '"><img src=x onerror=alert(1)>'
@@ -42,7 +41,7 @@ POOLS = [Pool.INTER_OP, Pool.INTRA_OP, Pool.TF_DATA, Pool.PYTHON_MAIN]
 
 @pytest.fixture(scope="module")
 def sample21() -> Run:
-    return load(SAMPLES / "tf-2.21")
+    return load(SAMPLE_RUN)
 
 
 # --- plot data ------------------------------------------------------------------------------
@@ -50,7 +49,9 @@ def sample21() -> Run:
 
 def test_stack_is_concurrency_series_per_pool(sample21: Run):
     window = analyze(sample21).window
-    stack = plot_data.concurrency_stack(sample21, POOLS, window, bins=50)
+    stack = plot_data.concurrency_stack(
+        [pool_concurrency(sample21, p, window) for p in POOLS], bins=50
+    )
     resolution = -(-(window[1] - window[0]) // 50)
     for pool in POOLS:
         series = concurrency_series(sample21, pool, resolution, window)
@@ -62,16 +63,18 @@ def test_stack_is_concurrency_series_per_pool(sample21: Run):
 
 
 def test_stack_by_hand():
-    stack = plot_data.concurrency_stack(hand_built_run(), [Pool.INTRA_OP], (0, 100 * MS), bins=4)
+    stack = plot_data.concurrency_stack(
+        [pool_concurrency(hand_built_run(), Pool.INTRA_OP, (0, 100 * MS))], bins=4
+    )
     assert stack["intra-op"].tolist() == [0.0, 30 / 25, 0.0, 0.0, 0.0]
     assert stack["t_s"].tolist() == [0.0, 0.025, 0.05, 0.075, 0.1]
 
 
 @pytest.mark.parametrize("version", ["tf-2.21", "tf-2.16"])
 def test_histogram_fractions_sum_to_one(version: str):
-    run = load(SAMPLES / version)
+    run = load(SAMPLE_TRACES / version)
     window = analyze(run).window
-    hist = plot_data.concurrency_histograms(run, POOLS, window)
+    hist = plot_data.concurrency_histograms([pool_concurrency(run, p, window) for p in POOLS])
     assert hist.groupby("pool")["fraction"].sum().to_numpy() == pytest.approx(1.0)
     for pool in POOLS:
         levels = pool_concurrency(run, pool, window).level_ns
@@ -79,7 +82,9 @@ def test_histogram_fractions_sum_to_one(version: str):
 
 
 def test_histograms_by_hand():
-    hist = plot_data.concurrency_histograms(hand_built_run(), [Pool.INTRA_OP], (0, 100 * MS))
+    hist = plot_data.concurrency_histograms(
+        [pool_concurrency(hand_built_run(), Pool.INTRA_OP, (0, 100 * MS))]
+    )
     assert hist["fraction"].tolist() == [0.8, 0.1, 0.1]  # 2 busy 40-50, 1 busy 30-40
 
 
@@ -199,7 +204,7 @@ def check_page(page: str) -> None:
 
 @pytest.mark.parametrize("version", ["tf-2.21", "tf-2.16"])
 def test_report_command(tmp_path: Path, version: str):
-    proc = tftrace("report", SAMPLES / version, "-o", tmp_path / "out" / "r.html")
+    proc = tftrace("report", SAMPLE_TRACES / version, "-o", tmp_path / "out" / "r.html")
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "out" / "r.html").read_text()
     check_page(page)
@@ -211,9 +216,8 @@ def test_report_command(tmp_path: Path, version: str):
     assert ("No closure has both its Record" in page) == (version == "tf-2.16")
 
 
-def test_report_default_output_is_in_the_run(tmp_path: Path):
-    run = tmp_path / "run"
-    shutil.copytree(SAMPLES / "tf-2.21", run)
+def test_report_default_output_is_in_the_run(sample_run_copy: Path):
+    run = sample_run_copy
     proc = tftrace("report", run)
     assert proc.returncode == 0, proc.stderr
     assert (run / "report.html").is_file()
@@ -224,7 +228,7 @@ def test_report_default_output_is_in_the_run(tmp_path: Path):
 
 
 def test_report_of_a_bare_trace(tmp_path: Path):
-    (xplane,) = (SAMPLES / "tf-2.21").glob("plugins/profile/*/*.xplane.pb")
+    (xplane,) = SAMPLE_RUN.glob("plugins/profile/*/*.xplane.pb")
     shutil.copy(xplane, tmp_path / "host.xplane.pb")
     proc = tftrace("report", tmp_path / "host.xplane.pb", "-o", tmp_path)  # a directory
     assert proc.returncode == 0, proc.stderr
@@ -237,7 +241,7 @@ def test_report_bad_input_and_unwritable_output(tmp_path: Path):
     proc = tftrace("report", tmp_path / "nothing", env=quiet_env())
     assert proc.returncode == 2 and "no such file" in proc.stderr
     (tmp_path / "file").write_text("")
-    proc = tftrace("report", SAMPLES / "tf-2.16", "-o", tmp_path / "file" / "r.html")
+    proc = tftrace("report", SAMPLE_TRACES / "tf-2.16", "-o", tmp_path / "file" / "r.html")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "cannot write" in proc.stderr
 
 
@@ -270,13 +274,13 @@ def evil_run(run: Run) -> Run:
     threads["python_name"] = threads["python_name"].cat.rename_categories(
         {"MainThread": "Main$Thread " + EVIL_SCRIPT}
     )
-    manifest = copy.deepcopy(run.manifest) or {}
+    manifest = run.manifest.to_json()
     manifest["workload_command"] = ["python", f"{EVIL_SCRIPT}.py", EVIL_IMG]
     manifest["name"] = EVIL_IMG
     return dataclasses.replace(
         run,
         path=Path(f"/runs/{EVIL_IMG}"),
-        manifest=manifest,
+        manifest=Manifest.from_json(manifest),
         events=events,
         threads=threads,
         missing=[f"py-spy: none ({EVIL_SCRIPT})"],
@@ -296,7 +300,8 @@ def evil_page(tmp_path_factory: pytest.TempPathFactory, sample21: Run) -> Path:
     assert analysis.steps.source == f"annotation {EVIL_SCRIPT}"
     assert analysis.top_ops["op_type"].iloc[0] == EVIL_IMG
     out = tmp_path_factory.mktemp("evil")
-    files = write_report(analysis, list(EVIL_FINDINGS), out / "report.html", out / "report_files")
+    evil = dataclasses.replace(analysis, findings=tuple(EVIL_FINDINGS))
+    files = write_report(evil, out / "report.html", out / "report_files")
     return files.page
 
 
@@ -408,25 +413,24 @@ def test_findings_are_rendered_in_order(sample21: Run):
         FakeFinding("first", Severity.HIGH, None, "m1", "a1", {}),
         FakeFinding("second", Severity.HIGH, "intra-op", "m2", "a2", {"k": 0.123456}),
     ]
-    page = render_page(analysis, {}, findings)
+    page = render_page(dataclasses.replace(analysis, findings=tuple(findings)), {})
     assert page.index("m1") < page.index("m2") < page.index("<h2>Pools</h2>")
     assert 'class="finding sev-high"' in page and "0.1235" in page
-    assert "no findings" in render_page(analysis, {}, [])
-    assert "Not drawn:" in render_page(analysis, {}, [])
+    assert "no findings" in render_page(dataclasses.replace(analysis, findings=()), {})
+    assert "Not drawn:" in render_page(dataclasses.replace(analysis, findings=()), {})
 
 
 def test_report_shows_the_runs_findings(tmp_path: Path):
     import html
 
-    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.findings import diagnose
     from tftrace.analysis.model.run import load
-    from tftrace.analysis.render.terminal import analyze
 
-    sample = Path(__file__).resolve().parent.parent / "sample_traces" / "tf-2.21"
-    run = load(sample)
+    run = load(SAMPLE_RUN)
     findings = diagnose(run, analyze(run))
     assert findings  # the sample run is Python-bound
-    proc = tftrace("report", sample, "-o", tmp_path / "r.html")
+    proc = tftrace("report", SAMPLE_RUN, "-o", tmp_path / "r.html")
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "r.html").read_text()
     for finding in findings:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SAMPLE_RUNS
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import load
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-RUNS = sorted(p for p in SAMPLES.glob("tf-*") if (p / "expected.json").exists())
+RUNS = [p for p in SAMPLE_RUNS if (p / "expected.json").exists()]
 PREFIX_POOL = {
     "tf_Compute": Pool.INTER_OP,
     "tf_numa_-1_Eigen": Pool.INTRA_OP,

@@ -169,7 +169,7 @@ def test_settings_beyond_the_cpus():
 def test_terminal_table_fits_100_columns_and_says_the_verdict(capsys):
     from types import SimpleNamespace
 
-    from tftrace.analysis.findings.rules import Finding, Severity
+    from tftrace.analysis.findings import Finding, Severity
     from tftrace.analysis.sweep.report import recommendation, render
     from tftrace.analysis.sweep.result import RecordedView, SweepResult
 
@@ -203,3 +203,37 @@ def test_terminal_table_fits_100_columns_and_says_the_verdict(capsys):
         "Slower beyond noise than intra 2 · inter 1: intra 1 · inter 1, intra 4 · inter 1." in lines
     )
     assert lines[-1] == "Why: in the recorded run of intra 1 · inter 1: ops ran <inline>."
+
+
+def test_the_library_call_checks_its_arguments_before_anything_runs(tmp_path):
+    import re
+
+    from tftrace.analysis.sweep.session import sweep
+    from tftrace.tracer.options import Target, as_target
+
+    script = tmp_path / "workload.py"
+    script.write_text("")
+    out = tmp_path / "sweep"
+    cases = [
+        ({"warmup_steps": 0}, "--warmup-steps must be >= 1"),
+        ({"repeat": 0}, "--repeat must be >= 1"),
+        ({"measure": "often"}, "--measure 'often': give one of auto, steps, script, process"),
+        ({"marker": "m", "measure": "script"}, "--marker cannot be used with --measure script"),
+        ({"intra": [1, -1]}, "--intra: thread counts must be >= 0"),
+        ({"intra": [1, 2], "baseline": (4, None)}, "--baseline 4,- is not one of the settings"),
+        ({"intra": "1,2", "baseline": "1,x"}, "--baseline takes INTRA,INTER"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(SweepError, match=re.escape(message)):
+            sweep(script, output=out, **kwargs)
+    with pytest.raises(SweepError, match="script not found"):
+        sweep(tmp_path / "missing.py", output=out)
+    assert not out.exists()
+    (out / "old").mkdir(parents=True)
+    with pytest.raises(SweepError, match="output directory is not empty"):
+        sweep(script, output=out)
+    # A workload is a Target, or a script's path with its arguments.
+    assert as_target(script, ["--size", "2"]) == Target("script", str(script), ("--size", "2"))
+    assert as_target(Target("module", "pkg", ("a",)), ["b"]) == Target("module", "pkg", ("a", "b"))
+    with pytest.raises(TypeError):
+        as_target(script, "--size 2")

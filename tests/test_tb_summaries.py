@@ -11,13 +11,15 @@ import subprocess
 import threading
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import ROOT, free_port, http_get, quiet_env, tftrace, tftrace_command
-from tftrace.analysis.findings.rules import Finding, Severity
+from conftest import SAMPLE_RUN, free_port, http_get, quiet_env, tftrace, tftrace_command
+from tftrace.analysis.analyze import Analysis, analyze
+from tftrace.analysis.findings import Finding, Severity
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS, concurrency_series
 from tftrace.analysis.model.run import load
 from tftrace.analysis.render.tensorboard import (
@@ -28,9 +30,7 @@ from tftrace.analysis.render.tensorboard import (
     slug,
     write_summaries,
 )
-from tftrace.analysis.render.terminal import Analysis, analyze
 
-SAMPLE = ROOT / "sample_traces" / "tf-2.21"
 FLOAT32 = {"rel": 1e-6, "abs": 1e-6}
 
 
@@ -78,9 +78,10 @@ def plugin_of(accumulator: Any, tag: str) -> str:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, Any]:
     run_dir = tmp_path_factory.mktemp("tb") / "run"
-    shutil.copytree(SAMPLE, run_dir)
+    shutil.copytree(SAMPLE_RUN, run_dir)
     analysis = analyze(load(run_dir))
-    directory = write_summaries(analysis, images={"queue delay": tiny_png()}, findings=[FINDING])
+    diagnosed = replace(analysis, findings=(FINDING,))
+    directory = write_summaries(diagnosed, images={"queue delay": tiny_png()})
     assert directory == run_dir / SUBDIR
     return analysis, read_back(directory)
 
@@ -150,16 +151,17 @@ def test_a_given_finding_comes_back_as_text(written: tuple[Analysis, Any]) -> No
         assert part in markdown
 
 
-def test_rewriting_replaces_the_points(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    shutil.copytree(SAMPLE, run_dir)
+def test_rewriting_replaces_the_points(sample_run_copy: Path) -> None:
+    run_dir = sample_run_copy
     analysis = analyze(load(run_dir))
-    write_summaries(analysis, images={"a": tiny_png()}, findings=[])
-    directory = write_summaries(analysis)
+    write_summaries(replace(analysis, findings=(FINDING,)), images={"a": tiny_png()})
+    directory = write_summaries(replace(analysis, findings=()))
     assert len(list(directory.glob("events.out.tfevents.*"))) == 1
     acc = read_back(directory)
     tags = acc.Tags()["tensors"]
-    assert "findings" not in tags and not [t for t in tags if t.startswith("plots/")]
+    assert not [t for t in tags if t.startswith("plots/")]
+    (text,) = values(acc, "findings")
+    assert FINDING.message not in text.item().decode()
     series = concurrency_series(
         analysis.run, ANALYSED_POOLS[0], series_resolution_ns(analysis.window), analysis.window
     )
@@ -179,9 +181,8 @@ def test_png_size_rejects_other_bytes() -> None:
         png_size(b"GIF89a" + bytes(30))
 
 
-def test_cli_no_serve_writes_the_summaries(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    shutil.copytree(SAMPLE, run_dir)
+def test_cli_no_serve_writes_the_summaries(sample_run_copy: Path) -> None:
+    run_dir = sample_run_copy
     done = tftrace("tensorboard", run_dir, "--no-serve", timeout=120)
     assert done.returncode == 0, done.stderr
     assert list((run_dir / SUBDIR).glob("events.out.tfevents.*"))
@@ -238,9 +239,10 @@ def _poll(fetch: Any, ready: Any, deadline: float) -> Any:
 
 
 @pytest.mark.slow
-def test_tensorboard_command_serves_profile_and_scalars(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    shutil.copytree(SAMPLE, run_dir)
+def test_tensorboard_command_serves_profile_and_scalars(
+    sample_run_copy: Path, tmp_path: Path
+) -> None:
+    run_dir = sample_run_copy
     port = free_port()
     stderr_path = tmp_path / "stderr.log"
     with stderr_path.open("w") as stderr:

@@ -12,11 +12,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.model.vocabulary import POOL_ENV_VARS as POOL_ENV_VARS  # re-exported
+
 # Environment variables that change how many threads TF, OpenMP or BLAS start.
 RELEVANT_ENV_PREFIXES = ("TF_", "OMP_", "KMP_", "OPENBLAS_", "MKL_", "GOTO_", "BLIS_")
-
-POOL_ENV_VARS = {"inter_op": "TF_NUM_INTEROP_THREADS", "intra_op": "TF_NUM_INTRAOP_THREADS"}
-
 
 # Prefixes that match but belong to other tools (Terraform's TF_CLI_*, TF_VAR_*, TF_LOG).
 UNRELATED_ENV_PREFIXES = ("TF_CLI_", "TF_VAR_", "TF_LOG", "TF_INPUT", "TF_WORKSPACE", "TF_DATA_DIR")

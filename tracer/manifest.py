@@ -1,4 +1,7 @@
-"""Build ``manifest.json``: what was run, where, with which settings, and what each source got."""
+"""Build ``manifest.json``: what was run, where, with which settings, and what each source got.
+
+Every later step reads it back through ``manifest_reader.Manifest``, which documents each field.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import time
 from typing import Any
 
 from tftrace import __version__
+from tftrace.analysis.model.vocabulary import PROFILE_VIEWER_DISTRIBUTIONS, TF_DISTRIBUTIONS
 
 from .environment import (
     POOL_ENV_VARS,
@@ -16,17 +20,13 @@ from .environment import (
     relevant_env,
     resolve_pool_size,
 )
+from .manifest_reader import MANIFEST_KIND
 from .options import RecordOptions
 from .rundir import SCHEMA_VERSION, RunDir
 
 TRACKED_DISTRIBUTIONS = (
-    "tensorflow",
-    "tensorflow-cpu",
-    "tensorflow-intel",
-    "tf-nightly",
-    "tensorboard",
-    "tensorboard-plugin-profile",
-    "xprof",
+    *TF_DISTRIBUTIONS,
+    *PROFILE_VIEWER_DISTRIBUTIONS,
     "py-spy",
     "numpy",
     "protobuf",
@@ -38,7 +38,7 @@ def initial(
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": "tftrace-run",
+        "kind": MANIFEST_KIND,
         "tftrace_version": __version__,
         "status": "running",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

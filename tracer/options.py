@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_RUNS_DIR = Path("tftrace-runs")
+DEFAULT_SWEEPS_DIR = Path("tftrace-sweeps")
+DEFAULT_SWEEP_REPEAT = 5  # timed runs per setting
 # py-spy's own CPU, measured by the kernel on a 2-core machine: 2.4-5.2 % of one core at
 # 50 Hz non-blocking, taken from a workload that uses every core. 20 Hz (a sample per 50 ms
 # of Python) keeps it near 1-2 % of a core.
@@ -16,7 +19,17 @@ DEFAULT_SAMPLE_HZ = 100.0
 
 @dataclass(frozen=True)
 class Target:
-    """A script path or a module name, with its arguments (as ``python`` takes them)."""
+    """A workload as ``python`` takes it: a script's path or a module's name, with its arguments.
+
+    ``kind`` is ``"script"`` (``python train.py --epochs 1``) or ``"module"``
+    (``python -m pkg.train --epochs 1``); ``value`` the path or module name; ``args`` the
+    workload's own arguments. ``tftrace.record`` and ``tftrace.sweep`` take a Target or,
+    for a script, just its path.
+
+    Example::
+
+        tftrace.record(tftrace.Target("module", "pkg.train", ("--epochs", "1")))
+    """
 
     kind: str  # "script" | "module"
     value: str
@@ -25,6 +38,15 @@ class Target:
     def argv(self) -> list[str]:
         head = [self.value] if self.kind == "script" else ["-m", self.value]
         return [*head, *self.args]
+
+
+def as_target(target: Target | str | os.PathLike[str], args: Sequence[str] = ()) -> Target:
+    """A workload given as a ``Target``, or as a script's path: ``args`` follow its own."""
+    if isinstance(args, str):  # a tuple of its characters is never what was meant
+        raise TypeError("args: give a list of arguments, not one string")
+    if isinstance(target, Target):
+        return Target(target.kind, target.value, (*target.args, *args))
+    return Target("script", os.fspath(target), tuple(args))
 
 
 @dataclass(frozen=True)

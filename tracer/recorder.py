@@ -35,6 +35,16 @@ class RecordError(TftraceError):
 
 @dataclass(frozen=True)
 class RecordResult:
+    """What ``tftrace.record`` did: ``run`` (its ``path`` is the run directory), the
+    workload's ``exit_code`` (128 + signal when interrupted) and the ``manifest`` written.
+
+    Example::
+
+        result = tftrace.record("train.py", ["--epochs", "1"])
+        if result.exit_code == 0:
+            print(tftrace.analyze(tftrace.load(result.run.path)))
+    """
+
     run: RunDir
     exit_code: int
     manifest: dict[str, Any]

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.model.vocabulary import PROFILE_DIR_PARTS, XPLANE_SUFFIX
+
 SCHEMA_VERSION = 1
 
 MANIFEST = "manifest.json"
-PROFILE_DIR = Path("plugins") / "profile"
+PROFILE_DIR = Path(*PROFILE_DIR_PARTS)
 STDOUT_LOG = Path("workload") / "stdout.log"
 STDERR_LOG = Path("workload") / "stderr.log"
 WORKLOAD_REPORT = Path("workload") / "report.json"
@@ -38,7 +40,7 @@ class RunDir:
         return self.path / rel
 
     def xplane_files(self) -> list[Path]:
-        return sorted((self.path / PROFILE_DIR).glob("*/*.xplane.pb"))
+        return sorted((self.path / PROFILE_DIR).glob(f"*/*{XPLANE_SUFFIX}"))
 
 
 def default_run_path(base: Path, name: str | None) -> Path:

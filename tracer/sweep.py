@@ -25,6 +25,7 @@ from .options import RecordOptions, Target
 from .recorder import RecordError, RecordResult, record
 
 SWEEP_FILE = "sweep.json"
+SWEEP_KIND = "tftrace-sweep"  # sweep.json's "kind": what tells a sweep directory from a run's
 TIMED_DIR = "runs"
 RECORDED_DIR = "recorded"
 
@@ -121,13 +122,16 @@ class SweepOptions:
 
 @dataclass(frozen=True)
 class TimedRun:
+    """One timed run as its parent saw it: made here when it runs, re-read by ``load_sweep``,
+    timed from its files by ``analysis.sweep.result.time_run``."""
+
     setting: Setting
     round: int
-    path: Path
-    exit_code: int
+    path: Path  # its run directory
     wall_s: float  # the process as its parent saw it, start-up included
-    cpu_s: float  # the process's CPU time, by the kernel's accounting (its rusage)
+    cpu_s: float | None  # the process's CPU time, by the kernel's accounting (its rusage)
     manifest: dict[str, Any] = field(repr=False)
+    exit_code: int = 0  # a sweep keeps only the runs that exited 0
 
 
 def _child_cpu_s() -> float:
@@ -178,7 +182,7 @@ def timed_run(
     cpu0, t0 = _child_cpu_s(), time.monotonic()
     result = _record(timing_options(target, path, setting.env(), marker))
     wall, cpu = time.monotonic() - t0, _child_cpu_s() - cpu0
-    return TimedRun(setting, round_, path, result.exit_code, wall, cpu, result.manifest)
+    return TimedRun(setting, round_, path, wall, cpu, result.manifest, result.exit_code)
 
 
 def recorded_run(target: Target, setting: Setting, path: Path) -> RecordResult:

@@ -49,9 +49,10 @@ from tftrace import __version__
 from tftrace.analysis.metrics.busy import PYTHON_POOLS, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
 from tftrace.analysis.metrics.intervals import StepFunction
-from tftrace.analysis.model.event_kinds import RECORD_NAME, EventKind
+from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import THREADPOOL_RECORD
 
 # Process order in the viewer: the threads that submit work first, then the pools that run it.
 POOL_ORDER = (
@@ -256,7 +257,7 @@ def record_slices(run: Run) -> Slices:
         marks["scheduled_by"].to_numpy(),
         at,
         at,
-        [RECORD_NAME] * len(marks),
+        [THREADPOOL_RECORD] * len(marks),
         [{"tf_flow": int(f)} for f in marks["flow"]],
     )
 

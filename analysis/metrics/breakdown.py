@@ -32,6 +32,7 @@ from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import FUNCTION_PREFIXES, PY_FUNCTION_OPS
 
 CATEGORIES = (
     "intra-op parallel",
@@ -41,8 +42,6 @@ CATEGORIES = (
     "python / host",
     "idle",
 )
-FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
-PYTHON_OPS = ("EagerPyFunc", "PyFunc", "PyFuncStateless")
 # Indicator order (first match wins) and the category each one fills.
 _ORDER = ("eigen", "ops", "python_ops", "queued", "tf_call", "main_on_cpu")
 _CATEGORY_OF = (0, 1, 4, 2, 3, 4)
@@ -81,7 +80,7 @@ def indicators(run: Run) -> Indicators:
     ops = op_events(run)
     op_type = ops["op_type"].astype(str)
     ops = ops[~op_type.str.startswith(FUNCTION_PREFIXES)]
-    is_python = op_type[ops.index].isin(PYTHON_OPS).to_numpy()
+    is_python = op_type[ops.index].isin(PY_FUNCTION_OPS).to_numpy()
     queued = regions.dropna(subset=["scheduled_ns"])
     ev = run.events
     python = run.threads.loc[

@@ -8,7 +8,7 @@ idle (< 0.5 core busy), poor (<= 50 % of cores), ok (<= 85 %), ideal (> 85 %), a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,8 @@ class PoolConcurrency:
     peak: int
     level_ns: tuple[int, ...]  # time with 0, 1, ..., peak threads busy
     cores: int | None
+    # c(t) itself, kept so that figures bin it without finding the busy intervals again
+    function: StepFunction = field(repr=False, compare=False)
 
     @property
     def size(self) -> int:
@@ -58,6 +60,17 @@ class PoolConcurrency:
             return "over"
         return "poor" if share <= 0.5 else "ok" if share <= 0.85 else "ideal"
 
+    def series(self, resolution_ns: int) -> pd.DataFrame:
+        """Mean number of busy threads in each bin of ``resolution_ns`` over the window."""
+        lo, hi = self.window
+        edges = np.arange(lo, hi + resolution_ns, resolution_ns, dtype=np.int64)
+        edges[-1] = min(edges[-1], hi)
+        integral = self.function.integral_at(edges)
+        widths = np.diff(edges)
+        return pd.DataFrame(
+            {"t_ns": edges[:-1], "busy_threads": np.diff(integral) / np.maximum(widths, 1)}
+        )
+
     def histogram(self) -> pd.DataFrame:
         width = self.window[1] - self.window[0]
         ns = np.array(self.level_ns, dtype=np.int64)
@@ -66,16 +79,9 @@ class PoolConcurrency:
         )
 
 
-def cores_of(run: Run) -> int | None:
-    host = (run.manifest or {}).get("host") or {}
-    affinity = host.get("cpu_affinity")
-    return len(affinity) if affinity else None
-
-
 def configured_size(run: Run, pool: Pool) -> int | None:
     key = CONFIGURED.get(pool)
-    pools = (run.manifest or {}).get("pools") or {}
-    return int(pools[key]["size"]) if key and key in pools else None
+    return run.manifest.pool(key).size if key else None
 
 
 def pool_step_function(
@@ -110,7 +116,8 @@ def pool_concurrency(
         mean=busy / (hi - lo) if hi > lo else 0.0,
         peak=peak,
         level_ns=levels,
-        cores=cores_of(run),
+        cores=run.manifest.usable_cpus,
+        function=f,
     )
 
 
@@ -118,25 +125,23 @@ def concurrency_series(
     run: Run, pool: Pool, resolution_ns: int, window: tuple[int, int] | None = None
 ) -> pd.DataFrame:
     """Mean number of busy threads of the pool in each bin of ``resolution_ns``."""
-    lo, hi = window or trace_window(run)
-    f, _ = pool_step_function(run, pool, (lo, hi))
-    edges = np.arange(lo, hi + resolution_ns, resolution_ns, dtype=np.int64)
-    edges[-1] = min(edges[-1], hi)
-    integral = f.integral_at(edges)
-    widths = np.diff(edges)
-    return pd.DataFrame(
-        {"t_ns": edges[:-1], "busy_threads": np.diff(integral) / np.maximum(widths, 1)}
-    )
+    return pool_concurrency(run, pool, window).series(resolution_ns)
 
 
 ANALYSED_POOLS = (Pool.INTER_OP, Pool.INTRA_OP, Pool.TF_DATA, Pool.PYTHON_MAIN)
 
 
-def pools_table(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
-    """One row per analysed pool with its size, concurrency and utilisation."""
+def pool_concurrencies(
+    run: Run, window: tuple[int, int] | None = None
+) -> dict[Pool, PoolConcurrency]:
+    """``pool_concurrency`` of every analysed pool, in ``ANALYSED_POOLS`` order."""
+    return {pool: pool_concurrency(run, pool, window) for pool in ANALYSED_POOLS}
+
+
+def pools_frame(concurrencies: dict[Pool, PoolConcurrency]) -> pd.DataFrame:
+    """One row per pool with its size, concurrency and utilisation."""
     rows = []
-    for pool in ANALYSED_POOLS:
-        c = pool_concurrency(run, pool, window)
+    for pool, c in concurrencies.items():
         rows.append(
             {
                 "pool": pool.value,
@@ -152,3 +157,8 @@ def pools_table(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame
             }
         )
     return pd.DataFrame(rows)
+
+
+def pools_table(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One row per analysed pool with its size, concurrency and utilisation."""
+    return pools_frame(pool_concurrencies(run, window))

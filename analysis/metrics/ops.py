@@ -19,8 +19,8 @@ from tftrace.analysis.metrics.intervals import concurrency
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import EAGER_OP_PREFIX
 
-EAGER_PREFIX = "EagerLocalExecute: "
 OP_COLUMNS = [
     "thread",
     "pool",
@@ -43,13 +43,13 @@ def op_events(run: Run) -> pd.DataFrame:
     pool_of = run.threads.set_index("thread")["pool"].astype(str)
     names = ev["name"].astype(str)
     graph = ev["kind"] == EventKind.OP.value
-    eager = names.str.startswith(EAGER_PREFIX)
+    eager = names.str.startswith(EAGER_OP_PREFIX)
     ops = ev[(graph | eager)].copy()
     ops["pool"] = ops["thread"].map(pool_of)
     ops = ops[ops["pool"] != Pool.INTRA_OP.value]
-    is_eager = names[ops.index].str.startswith(EAGER_PREFIX)
+    is_eager = names[ops.index].str.startswith(EAGER_OP_PREFIX)
     op_type = (
-        ops["op_type"].astype(object).where(~is_eager, names[ops.index].str[len(EAGER_PREFIX) :])
+        ops["op_type"].astype(object).where(~is_eager, names[ops.index].str[len(EAGER_OP_PREFIX) :])
     )
     return pd.DataFrame(
         {

@@ -2,7 +2,7 @@
 
 Found, in order of preference by how much of the trace they cover:
 - calls of one tf.function from the main thread (``__inference_<name>_<id>``; Keras'
-  ``train_function`` is one);
+  ``train_function`` is one, Keras 3's ``multi_step_on_iterator`` another);
 - a user annotation repeated on the main thread (``tf.profiler.experimental.Trace``).
 """
 
@@ -19,6 +19,7 @@ from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import INFERENCE_FUNCTION_PREFIX
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,14 @@ def _top_level(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
     out = []
     ops = op_events(run)
-    calls = ops[(ops["thread"] == main) & ops["op_type"].astype(str).str.startswith("__inference_")]
+    calls = ops[
+        (ops["thread"] == main)
+        & ops["op_type"].astype(str).str.startswith(INFERENCE_FUNCTION_PREFIX)
+    ]
     for name, group in calls.groupby(calls["op_type"].astype(str).str.rsplit("_", n=1).str[0]):
         out.append(
             (
-                f"tf.function {name[len('__inference_') :]}",
+                f"tf.function {name[len(INFERENCE_FUNCTION_PREFIX) :]}",
                 group["start_ns"].to_numpy(),
                 group["end_ns"].to_numpy(),
             )

@@ -1,12 +1,28 @@
-"""What a trace event is, from its name: the vocabulary analyses filter on."""
+"""What a trace event is, from its name (TF's names are in model/vocabulary.py): the kinds
+analyses filter on."""
 
 from __future__ import annotations
 
 import enum
-import re
 
 import numpy as np
 import pandas as pd
+
+from tftrace.analysis.model.vocabulary import (
+    DATA_EVENT_PREFIXES,
+    DATA_EVENT_SUFFIXES,
+    EAGER_LOCAL_EXECUTE,
+    EXECUTOR_DONE,
+    EXECUTOR_PREFIX,
+    EXECUTOR_PROCESS,
+    FUNCTION_PREFIXES,
+    OP_EVENT,
+    TF_CALL_EVENTS,
+    TF_INTERNAL_TRACEME_PREFIXES,
+    THREADPOOL_RECORD,
+    THREADPOOL_START_REGION,
+    THREADPOOL_STOP_REGION,
+)
 
 
 class EventKind(str, enum.Enum):
@@ -21,42 +37,26 @@ class EventKind(str, enum.Enum):
     OTHER = "other"
 
 
-RECORD_NAME = "ThreadpoolListener::Record"
-START_NAME = "ThreadpoolListener::StartRegion"
-STOP_NAME = "ThreadpoolListener::StopRegion"
-
 _EXACT = {
-    RECORD_NAME: EventKind.RECORD,
-    START_NAME: EventKind.REGION_START,
-    STOP_NAME: EventKind.REGION_STOP,
-    "ExecutorState::Process": EventKind.EXECUTOR,
-    "ExecutorDoneCallback": EventKind.EXECUTOR,
-    "EagerExecute": EventKind.CALL,
-    "EagerKernelExecute": EventKind.CALL,
-    "KernelAndDeviceFunc::Run": EventKind.CALL,
-    "TFE_Py_FastPathExecute_C": EventKind.CALL,
-    "TFE_Py_Execute": EventKind.CALL,
-    "TFE_Execute": EventKind.CALL,
+    THREADPOOL_RECORD: EventKind.RECORD,
+    THREADPOOL_START_REGION: EventKind.REGION_START,
+    THREADPOOL_STOP_REGION: EventKind.REGION_STOP,
+    EXECUTOR_PROCESS: EventKind.EXECUTOR,
+    EXECUTOR_DONE: EventKind.EXECUTOR,
+    **dict.fromkeys(TF_CALL_EVENTS, EventKind.CALL),
 }
+# First match wins.
 _PREFIXES = (
-    ("EagerLocalExecute", EventKind.CALL),
-    ("__inference_", EventKind.CALL),
-    ("__forward_", EventKind.CALL),
-    ("__backward_", EventKind.CALL),
-    ("Executor", EventKind.EXECUTOR),
-    ("Iterator::", EventKind.DATA),
-    ("tf_data", EventKind.DATA),
+    (EAGER_LOCAL_EXECUTE, EventKind.CALL),
+    *((prefix, EventKind.CALL) for prefix in FUNCTION_PREFIXES),
+    (EXECUTOR_PREFIX, EventKind.EXECUTOR),
+    *((prefix, EventKind.DATA) for prefix in DATA_EVENT_PREFIXES),
 )
-_DATA_SUFFIXES = ("Produce", "Consume")
-# An op event: "<node name>:<op type>", node names may hold '/', types are identifiers.
-_OP = re.compile(r"^(?P<name>[^\s:][^\s:]*):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
-# Python-side TraceMe names TF itself emits, not user annotations.
-_NOT_ANNOTATION = ("MemoryAllocation", "MemoryDeallocation", "BasicCPUAllocator", "ParallelFor")
 
 
 def split_op(name: str) -> tuple[str, str] | None:
     """("MatMul", "_MklMatMul") for "MatMul:_MklMatMul", else None."""
-    match = _OP.match(name)
+    match = OP_EVENT.match(name)
     return (match["name"], match["type"]) if match else None
 
 
@@ -66,11 +66,11 @@ def kind_of(name: str, on_python_thread: bool) -> EventKind:
     for prefix, kind in _PREFIXES:
         if name.startswith(prefix):
             return kind
-    if name.endswith(_DATA_SUFFIXES):
+    if name.endswith(DATA_EVENT_SUFFIXES):
         return EventKind.DATA
     if split_op(name) is not None:
         return EventKind.OP
-    if on_python_thread and not name.startswith(_NOT_ANNOTATION):
+    if on_python_thread and not name.startswith(TF_INTERNAL_TRACEME_PREFIXES):
         return EventKind.ANNOTATION
     return EventKind.OTHER
 

@@ -10,40 +10,39 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from tftrace.analysis.model.vocabulary import PROFILE_DIR_PARTS, XPLANE_SUFFIX
 from tftrace.errors import TraceError
 from tftrace.tracer import rundir
-
-XPLANE_SUFFIX = ".xplane.pb"
+from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest
 
 
 @dataclass(frozen=True)
 class Located:
     root: Path  # the run or log directory (the file's directory for a bare trace)
     xplane: Path | None
-    manifest: dict[str, Any] | None
+    manifest: Manifest  # Manifest.empty() when there is none (a bare trace)
     sessions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def _manifest(directory: Path) -> dict[str, Any] | None:
+def _manifest(directory: Path) -> Manifest:
     path = directory / rundir.MANIFEST
     if not path.exists():
-        return None
+        return Manifest.empty()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise TraceError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(data, dict) or data.get("kind") != "tftrace-run":
+    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND:
         raise TraceError(f"{path}: not a tftrace manifest")
-    return data
+    return Manifest.from_json(data)
 
 
 def _run_root_of(xplane: Path) -> Path | None:
     """``RUN`` for ``RUN/plugins/profile/<session>/<host>.xplane.pb``."""
     parents = xplane.resolve().parents
-    if len(parents) > 3 and parents[1].name == "profile" and parents[2].name == "plugins":
+    if len(parents) > 3 and (parents[2].name, parents[1].name) == PROFILE_DIR_PARTS:
         return parents[3]
     return None
 
@@ -67,7 +66,7 @@ def locate(path: Path, session: str | None = None) -> Located:
         raise TraceError(f"{path}: no such file or directory")
     if path.is_file():
         root = _run_root_of(path)
-        manifest = _manifest(root) if root is not None else None
+        manifest = _manifest(root) if root is not None else Manifest.empty()
         return Located(root or path.parent, path, manifest)
     if not any(path.iterdir()):
         raise TraceError(f"{path}: empty directory (nothing recorded)")
@@ -80,7 +79,7 @@ def locate(path: Path, session: str | None = None) -> Located:
     elif any(path.glob(f"*{XPLANE_SUFFIX}")):
         chosen = path  # a session directory itself
     if chosen is None:
-        if manifest is None:
+        if not manifest.exists:
             raise TraceError(
                 f"{path}: no profile found (expected a tftrace run directory or "
                 f"plugins/profile/<session>/<host>{XPLANE_SUFFIX})"

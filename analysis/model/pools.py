@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any
+
+from tftrace.analysis.model.vocabulary import (
+    GRPC_THREAD_PREFIX,
+    is_inter_op_thread,
+    is_intra_op_thread,
+    is_profiler_thread,
+    is_tf_data_thread,
+)
 
 
 class Pool(str, enum.Enum):
@@ -20,19 +27,18 @@ class Pool(str, enum.Enum):
     UNMAPPED = "unmapped"
 
 
-_EIGEN = re.compile(r"^tf_(numa_-?\d+_)?Eigen")
 _BLAS_OBJECTS = ("openblas", "libblas", "mkl", "libgomp", "libiomp", "libomp", "blis")
 
 
 def pool_of_tf_name(name: str) -> Pool:
     """Pool of a thread from the name TF gave it (trace line name or thread descriptor)."""
-    if name.startswith("tf_Compute"):
+    if is_inter_op_thread(name):
         return Pool.INTER_OP
-    if _EIGEN.match(name):
+    if is_intra_op_thread(name):
         return Pool.INTRA_OP
-    if name.startswith("tf_data"):
+    if is_tf_data_thread(name):
         return Pool.TF_DATA
-    if "profiler" in name.lower() or name.startswith("grpc"):
+    if is_profiler_thread(name):
         return Pool.PROFILER
     return Pool.TF_OTHER
 
@@ -52,7 +58,7 @@ def pool_of_identity(thread: dict[str, Any]) -> tuple[Pool, str]:
     python_object = (thread.get("python_object") or "").lower()
     if start_object and (start_object == python_object or start_object.startswith("libpython")):
         return Pool.PYTHON_OTHER, f"started by Python's threading ({thread['start_object']})"
-    if "grpc" in start_object or (thread.get("comm") or "").startswith("grpc"):
+    if "grpc" in start_object or (thread.get("comm") or "").startswith(GRPC_THREAD_PREFIX):
         return Pool.PROFILER, f"gRPC thread ({thread.get('start_object') or thread.get('comm')})"
     if any(marker in start_object for marker in _BLAS_OBJECTS):
         return Pool.BLAS_OPENMP, f"started in {thread['start_object']}"

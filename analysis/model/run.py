@@ -28,6 +28,7 @@ from tftrace.analysis.xplane.columns import XPlaneDecodeError
 from tftrace.analysis.xplane.decode import decode
 from tftrace.errors import TraceError
 from tftrace.tracer import rundir
+from tftrace.tracer.manifest_reader import Manifest
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,31 @@ class Origin:
 
 @dataclass(frozen=True)
 class Run:
+    """One recorded run as tables: what ``tftrace.load`` returns.
+
+    Every time is int64 ns on one axis (since the recorder started; for a bare trace, since
+    the profile started). Columns are declared in ``tftrace.analysis.model.schema``:
+
+    - ``threads``: one row per thread any source saw: trace line, OS tid and name, TF's name,
+      its ``pool`` and the ``evidence`` that decided it (``unmapped`` when none did).
+    - ``events``: every host trace event: thread, name, op name/type, kind, start/end, flow ids.
+    - ``regions``: thread-pool busy intervals, each joined to the Record that scheduled it
+      (``queue_ns`` = how long it waited).
+    - ``samples``: the OS sampler's series per thread: state, CPU ns, run-queue wait ns.
+    - ``python``: py-spy's samples as intervals of one Python stack per thread.
+    - ``manifest``: what ran and how (a ``Manifest``: versions, CPUs, pool sizes and why;
+      empty for a bare trace); ``missing``: what a partial run lacks, in words; ``notes``:
+      remarks on how it was read.
+
+    Example::
+
+        run = tftrace.load("tftrace-runs/demo")
+        run.threads.groupby("pool", observed=True).size()  # threads per pool
+    """
+
     path: Path
     xplane: Path | None
-    manifest: dict[str, Any] | None
+    manifest: Manifest  # Manifest.empty() for a bare trace (manifest.exists is False)
     origin: Origin
     threads: pd.DataFrame
     events: pd.DataFrame
@@ -70,33 +93,55 @@ def _decode(xplane: Path) -> HostTrace:
     return host_trace(space, str(xplane))
 
 
-def _profile_start(manifest: dict[str, Any] | None, trace: HostTrace | None) -> int | None:
+def _profile_start(manifest: Manifest, trace: HostTrace | None) -> int | None:
     """When the trace's clock starts (wall ns): the trace says so since TF 2.17; before,
     the workload's own reading of the clock as it started the profiler stands in (~0.1 ms)."""
     if trace is not None and trace.profile_start_ns:
         return trace.profile_start_ns
-    status = ((manifest or {}).get("sources") or {}).get("tf_profiler") or {}
-    anchor = status.get("started_anchor") or status.get("start_anchor")
-    return int(anchor["wall_ns"]) if anchor else None
+    profiler = manifest.source("tf_profiler")
+    anchor = profiler.started_anchor or profiler.start_anchor
+    return anchor.wall_ns if anchor else None
 
 
-def _origin(manifest: dict[str, Any] | None, trace: HostTrace | None) -> Origin:
-    start = ((manifest or {}).get("clock") or {}).get("start")
+def _origin(manifest: Manifest, trace: HostTrace | None) -> Origin:
+    start = manifest.clock.start
     if start:
-        return Origin(int(start["wall_ns"]), int(start["monotonic_ns"]))
+        return Origin(start.wall_ns, start.monotonic_ns)
     if trace is not None and trace.profile_start_ns:
         return Origin(trace.profile_start_ns, None)
     return Origin(0, None)
 
 
-def _missing_trace(manifest: dict[str, Any] | None) -> str:
-    status = ((manifest or {}).get("sources") or {}).get("tf_profiler") or {}
-    reason = status.get("reason") or status.get("state") or "no xplane file"
+def _missing_trace(manifest: Manifest) -> str:
+    profiler = manifest.source("tf_profiler")
+    reason = profiler.reason or profiler.state or "no xplane file"
     return f"trace: none ({reason})"
 
 
 def load(path: Path | str, session: str | None = None) -> Run:
-    """Load a run; raises TraceError (one line naming the file) on bad input."""
+    """Read a run into tables (see ``Run``); nothing is analysed yet.
+
+    Args:
+        path: a run directory written by ``tftrace record``, a TensorBoard log directory
+            (``plugins/profile/<session>/<host>.xplane.pb``), one session directory, or one
+            ``.xplane.pb`` file (its run's other files are found when it sits in a run).
+        session: which profile session of a log directory to read (default: the newest).
+
+    Returns:
+        A ``Run``. A partial run (no trace, no OS samples, ...) loads, and ``Run.missing``
+        says what it lacks.
+
+    Raises:
+        TraceError (a ``TftraceError``): the path is missing, empty or not a trace; the
+        message is one line naming the file.
+
+    Example::
+
+        import tftrace
+
+        run = tftrace.load("tftrace-runs/demo")
+        print(run.threads[["pool", "tid", "os_name"]])
+    """
     located = locate(Path(path), session)
     root, manifest = located.root, located.manifest
     missing: list[str] = []
@@ -104,7 +149,7 @@ def load(path: Path | str, session: str | None = None) -> Run:
     if trace is None:
         missing.append(_missing_trace(manifest))
     origin = _origin(manifest, trace)
-    on_disk = manifest is not None
+    on_disk = manifest.exists
     identity = rundir.read_json_or_none(root / rundir.IDENTITY) if on_disk else None
     table = os_samples.read_thread_table(root) if on_disk else None
     columns = os_samples.read_sample_columns(root, missing) if on_disk else None
@@ -156,12 +201,12 @@ def load(path: Path | str, session: str | None = None) -> Run:
     )
 
 
-def _source_reason(manifest: dict[str, Any] | None, what: str) -> str:
+def _source_reason(manifest: Manifest, what: str) -> str:
     key = {"thread identity": "thread_identity", "os sampler": "os_sampler", "py-spy": "pyspy"}[
         what
     ]
-    status = ((manifest or {}).get("sources") or {}).get(key) or {}
-    return str(status.get("reason") or status.get("state") or "not recorded")
+    source = manifest.source(key)
+    return source.reason or source.state or "not recorded"
 
 
 def _trace_tables(
@@ -181,15 +226,14 @@ def _trace_tables(
 
 def _python_table(
     pyspy_events: list[dict[str, Any]] | None,
-    manifest: dict[str, Any] | None,
+    manifest: Manifest,
     thread_of_tid: dict[int, int],
     origin: Origin,
 ) -> pd.DataFrame:
     if not pyspy_events or origin.monotonic_ns is None:
         return empty(PYTHON)
-    status = ((manifest or {}).get("sources") or {}).get("pyspy") or {}
-    anchor = status.get("start_anchor") or {}
-    offset = int(anchor.get("monotonic_ns", origin.monotonic_ns)) - origin.monotonic_ns
+    anchor = manifest.source("pyspy").start_anchor
+    offset = (anchor.monotonic_ns if anchor else origin.monotonic_ns) - origin.monotonic_ns
     intervals = pyspy_samples.stack_intervals(pyspy_events)
     if not intervals:
         return empty(PYTHON)

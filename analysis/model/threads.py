@@ -20,10 +20,7 @@ import pandas as pd
 
 from tftrace.analysis.model.pools import Pool, pool_of_identity, pool_of_tf_name
 from tftrace.analysis.model.schema import THREADS, validate
-
-# Names TF sets on its threads that fit in the 15 bytes Linux allows.
-_TF_OS_NAMES = ("tf_Compute", "tf_graph_runner", "tf_data_")
-_PYTHON_API_EVENTS = ("TFE_Py_", "EagerExecute", "EagerLocalExecute")
+from tftrace.analysis.model.vocabulary import OS_NAMES_SET_BY_TF, is_tf_thread_name
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ def _owner(candidates: list[_Row], line: TraceLine) -> _Row | None:
 def tf_name_of_line(name: str) -> str | None:
     """``tf_Compute`` of ``tf_Compute/-4654...``; None for threads TF did not create."""
     head, sep, tail = name.rpartition("/")
-    if sep and tail.lstrip("-").isdigit() and head.startswith("tf_"):
+    if sep and tail.lstrip("-").isdigit() and is_tf_thread_name(head):
         return head
     return None
 
@@ -143,7 +140,7 @@ def _os_rows(
             if row.pool is Pool.UNMAPPED:
                 row.pool, row.evidence = pool_of_identity({"python_name": name})
     for row in rows.values():
-        if row.pool is Pool.UNMAPPED and row.os_name and row.os_name.startswith(_TF_OS_NAMES):
+        if row.pool is Pool.UNMAPPED and row.os_name and row.os_name.startswith(OS_NAMES_SET_BY_TF):
             row.tf_name = row.os_name
             row.pool = pool_of_tf_name(row.os_name)
             row.evidence = f"OS name {row.os_name!r}, set by TF"

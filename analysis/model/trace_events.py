@@ -20,14 +20,28 @@ import pandas as pd
 from tftrace.analysis.model.event_kinds import classify
 from tftrace.analysis.model.schema import EVENTS, validate
 from tftrace.analysis.model.threads import TraceLine
+from tftrace.analysis.model.vocabulary import (
+    CONSUMER_ID_STAT,
+    CONSUMER_TYPE_STAT,
+    HOST_PLANE,
+    PRODUCER_ID_STAT,
+    PRODUCER_TYPE_STAT,
+    PROFILE_START_STAT,
+    PROFILE_STOP_STAT,
+    TASK_PLANE,
+    is_python_api_event,
+)
 from tftrace.analysis.xplane.columns import DecodedSpace
 from tftrace.errors import TraceError
 
-HOST_PLANE = "/host:CPU"
-TASK_PLANE = "Task Environment"
-FLOW_STATS = {"p": "_p", "c": "_c", "pt": "_pt", "ct": "_ct"}
+# The events table's flow columns and the stat each one is read from.
+FLOW_STATS = {
+    "p": PRODUCER_ID_STAT,
+    "c": CONSUMER_ID_STAT,
+    "pt": PRODUCER_TYPE_STAT,
+    "ct": CONSUMER_TYPE_STAT,
+}
 _EPOCH_NS = 10**17  # a line timestamp this large is already ns since the epoch
-_PYTHON_API = ("TFE_Py_", "EagerExecute", "EagerLocalExecute")
 
 
 def wanted_plane(name: str) -> bool:
@@ -75,8 +89,8 @@ def host_trace(space: DecodedSpace, source: str) -> HostTrace:
         line_rows,
         rows,
         n,
-        _int_or_none(stats.get("profile_start_time")),
-        _int_or_none(stats.get("profile_stop_time")),
+        _int_or_none(stats.get(PROFILE_START_STAT)),
+        _int_or_none(stats.get(PROFILE_STOP_STAT)),
     )
 
 
@@ -127,7 +141,7 @@ def trace_lines(trace: HostTrace, start: np.ndarray, end: np.ndarray) -> list[Tr
     """
     space, plane = trace.space, trace.space.planes[trace.plane]
     api, _ = _metadata_table(
-        trace, [name.startswith(_PYTHON_API) for name, _ in plane.event_metadata.values()], False
+        trace, [is_python_api_event(name) for name, _ in plane.event_metadata.values()], False
     )
     ids = trace.column("metadata_id")
     is_api = api[np.clip(ids, 0, len(api) - 1)]

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.busy import busy_intervals
-from tftrace.analysis.metrics.concurrency import concurrency_series, cores_of, pool_concurrency
+from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.metrics.queue_delay import queue_delay_histogram
 from tftrace.analysis.metrics.steps import Steps
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.render.terminal import Analysis
 
 SERIES_BINS = 400  # bins of the concurrency-over-time figure: ~2 px each at report width
 TIMELINE_RESOLUTION = 2000  # gaps under 1/2000 of the window are below a pixel: not drawn
@@ -56,19 +56,20 @@ def _seconds(t_ns: np.ndarray | pd.Series, lo: int) -> np.ndarray:
 
 
 def concurrency_stack(
-    run: Run, pools: Sequence[Pool], window: tuple[int, int], bins: int = SERIES_BINS
+    concurrencies: Sequence[PoolConcurrency], bins: int = SERIES_BINS
 ) -> pd.DataFrame:
     """Mean busy threads of each pool per bin (one column per pool value), for a stacked plot.
 
-    Rows are bins of equal width (``concurrency_series``); ``t_ns``/``t_s`` are bin starts. A
-    last row at the window's end repeats the last bin, so a post-step plot reaches the end.
+    Rows are bins of equal width (``PoolConcurrency.series``) over the pools' window;
+    ``t_ns``/``t_s`` are bin starts. A last row at the window's end repeats the last bin, so a
+    post-step plot reaches the end.
     """
-    lo, hi = window
-    columns = ["t_ns", "t_s", *(p.value for p in pools)]
-    if hi <= lo or not pools:
+    columns = ["t_ns", "t_s", *(c.pool.value for c in concurrencies)]
+    if not concurrencies or concurrencies[0].window[1] <= concurrencies[0].window[0]:
         return pd.DataFrame(columns=columns)
+    lo, hi = concurrencies[0].window
     resolution = max(1, -(-(hi - lo) // bins))
-    series = {p.value: concurrency_series(run, p, resolution, window) for p in pools}
+    series = {c.pool.value: c.series(resolution) for c in concurrencies}
     t_ns = np.r_[next(iter(series.values()))["t_ns"].to_numpy(), hi]
     frame = pd.DataFrame({"t_ns": t_ns, "t_s": _seconds(t_ns, lo)})
     for pool, s in series.items():
@@ -77,13 +78,9 @@ def concurrency_stack(
     return frame[columns]
 
 
-def concurrency_histograms(
-    run: Run, pools: Sequence[Pool], window: tuple[int, int]
-) -> pd.DataFrame:
+def concurrency_histograms(concurrencies: Sequence[PoolConcurrency]) -> pd.DataFrame:
     """Per pool: time and fraction of the window with 0, 1, ..., peak of its threads busy."""
-    frames = [
-        pool_concurrency(run, pool, window).histogram().assign(pool=pool.value) for pool in pools
-    ]
+    frames = [c.histogram().assign(pool=c.pool.value) for c in concurrencies]
     if not frames:
         return pd.DataFrame(columns=["pool", "busy_threads", "ns", "fraction"])
     out = pd.concat(frames, ignore_index=True)
@@ -223,12 +220,12 @@ def breakdown_bars(
 def report_plot_data(analysis: Analysis) -> ReportPlotData:
     """The tables of every figure of the report, for the pools the Analysis reports on."""
     run, window = analysis.run, analysis.window
-    pools = [Pool(p) for p in analysis.pools["pool"]]
+    pools = [analysis.concurrency[Pool(p)] for p in analysis.pools["pool"]]
     queued = [Pool(p) for p in analysis.queue_delay["pool"]]
     return ReportPlotData(
-        concurrency=concurrency_stack(run, pools, window),
-        cores=cores_of(run),
-        histograms=concurrency_histograms(run, pools, window),
+        concurrency=concurrency_stack(pools),
+        cores=run.manifest.usable_cpus,
+        histograms=concurrency_histograms(pools),
         timeline=thread_timeline(
             run, window, min_gap_ns=(window[1] - window[0]) // TIMELINE_RESOLUTION
         ),

@@ -16,8 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.render.figure_data import ReportPlotData, report_plot_data
-from tftrace.analysis.render.terminal import Analysis
 
 WIDTH_IN = 11.0  # 1100 px at DPI: the report's content width
 DPI = 100

@@ -11,6 +11,7 @@ from typing import Any
 from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
+from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest, SourceRecord
 
 
 class RunDirError(TftraceError):
@@ -20,7 +21,7 @@ class RunDirError(TftraceError):
 @dataclass(frozen=True)
 class RunSummary:
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     os_threads_by_pool: dict[Pool, int]
     sampled_threads: int | None
 
@@ -48,76 +49,73 @@ def summarize(path: Path) -> RunSummary:
     manifest = _load_json(path / rundir.MANIFEST)
     if manifest is None:
         raise RunDirError(f"{path}: no {rundir.MANIFEST} (not a tftrace run directory)")
-    if manifest.get("kind") != "tftrace-run":
+    if manifest.get("kind") != MANIFEST_KIND:
         raise RunDirError(f"{path / rundir.MANIFEST}: not a tftrace manifest")
     identity = _load_json(path / rundir.IDENTITY)
     table = _load_json(path / rundir.OS_THREADS_TABLE)
     sampled = len(table["threads"]) if table else None
-    return RunSummary(path, manifest, os_threads_by_pool(identity), sampled)
+    return RunSummary(path, Manifest.from_json(manifest), os_threads_by_pool(identity), sampled)
 
 
-def _source_line(name: str, status: dict[str, Any]) -> str:
-    state = status.get("state", "?")
+def _source_line(name: str, source: SourceRecord) -> str:
+    state = source.state or "?"
+    figures = source.details  # each source's own figures, as it reported them
     extra = ""
     if name == "os_sampler" and state == "recorded":
         extra = (
-            f" ({status['samples']} samples of {status['threads']} threads at {status['hz']:g} Hz)"
+            f" ({figures['samples']} samples of {figures['threads']} threads "
+            f"at {figures['hz']:g} Hz)"
         )
     elif name == "tf_profiler" and state == "recorded":
-        extra = f" ({', '.join(status.get('xplane', []))})"
+        extra = f" ({', '.join(figures.get('xplane', []))})"
     elif name == "pyspy" and state == "recorded":
-        extra = f" ({status.get('samples_line') or 'chrometrace'})"
+        extra = f" ({figures.get('samples_line') or 'chrometrace'})"
     elif name == "thread_identity" and state == "recorded":
-        extra = f" ({status['resolved']} of {status['threads']} OS threads mapped to trace ids)"
-    elif status.get("reason"):
-        extra = f": {status['reason']}"
+        extra = f" ({figures['resolved']} of {figures['threads']} OS threads mapped to trace ids)"
+    elif source.reason:
+        extra = f": {source.reason}"
     return f"{name:16} {state}{extra}"
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
     m = summary.manifest
-    work = m.get("workload", {})
-    versions, host = m.get("versions", {}), m.get("host", {})
+    exception = m.workload.exception
     lines = [
         f"run        {summary.path}",
-        f"status     {m.get('status')}  (workload exit code {work.get('exit_code')}"
-        + (
-            f", {work['exception']['type']}: {work['exception']['message']}"
-            if work.get("exception")
-            else ""
-        )
+        f"status     {m.status}  (workload exit code {m.workload.exit_code}"
+        + (f", {exception.type}: {exception.message}" if exception else "")
         + ")",
-        f"command    {' '.join(m.get('workload_command', [])[1:])}",
-        f"versions   python {versions.get('python')}, tensorflow "
-        f"{versions.get('tensorflow_runtime', '?')}",
-        f"cpus       {len(host.get('cpu_affinity', []))} schedulable of {host.get('cpu_count')}",
+        f"command    {' '.join(m.workload_command[1:])}",
+        f"versions   python {m.versions.get('python')}, tensorflow "
+        f"{m.versions.get('tensorflow_runtime', '?')}",
+        f"cpus       {len(m.host.cpu_affinity)} schedulable of {m.host.cpu_count}",
     ]
-    for pool, info in (m.get("pools") or {}).items():
-        lines.append(f"{pool:10} {info['size']} threads ({info['source']})")
+    for pool, info in m.pools.items():
+        lines.append(f"{pool:10} {info.size} threads ({info.source})")
     if summary.os_threads_by_pool:
         counts = ", ".join(f"{n} {pool.value}" for pool, n in summary.os_threads_by_pool.items())
         lines.append(f"threads    {counts}")
     lines.append("sources")
-    for name, status in sorted((m.get("sources") or {}).items()):
-        lines.append("  " + _source_line(name, status))
+    for name, source in sorted(m.sources.items()):
+        lines.append("  " + _source_line(name, source))
     return lines
 
 
 def render_summary(summary: RunSummary) -> None:
-    from rich.console import Console
+    from tftrace.analysis.render.console import console as make_console
 
-    console = Console(highlight=False)
+    console = make_console(width=None, highlight=False)
     for line in summary_lines(summary):
         console.print(line, markup=False)
 
 
-def render_record_footer(path: Path, manifest: dict[str, Any]) -> None:
+def render_record_footer(path: Path, manifest: Manifest) -> None:
     import sys
 
     out = sys.stderr
-    print(f"\ntftrace: run directory {path} ({manifest['status']})", file=out)
-    for name, status in sorted(manifest["sources"].items()):
-        print("  " + _source_line(name, status), file=out)
+    print(f"\ntftrace: run directory {path} ({manifest.status})", file=out)
+    for name, source in sorted(manifest.sources.items()):
+        print("  " + _source_line(name, source), file=out)
     print(f"next: tftrace summary {path}", file=out)
     print(f"      tftrace threads {path}    (which thread is in which pool, and why)", file=out)
     print(f"      tensorboard --logdir {path}", file=out)

@@ -42,9 +42,9 @@ from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboard.util import tensor_util
 
-from tftrace.analysis.findings.rules import Finding
-from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS, concurrency_series
-from tftrace.analysis.render.terminal import Analysis
+from tftrace.analysis.analyze import Analysis
+from tftrace.analysis.findings import Finding
+from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
 
 SUBDIR = "tftrace"
 EVENT_FILE_GLOB = "events.out.tfevents.*"
@@ -75,15 +75,14 @@ def series_resolution_ns(window: tuple[int, int], max_points: int = MAX_POINTS) 
 def write_summaries(
     analysis: Analysis,
     images: Mapping[str, bytes] | None = None,
-    findings: Sequence[Finding] | None = None,
     resolution_ns: int | None = None,
     directory: Path | None = None,
 ) -> Path:
     """Write the analysis as one event file into ``directory`` (default ``RUN/tftrace``).
 
     Earlier event files there are removed first, so writing twice never doubles points.
-    ``findings=None`` means "not diagnosed" (no text written); an empty list writes
-    "No findings.". Returns the directory written.
+    The findings are the analysis' own ("No findings." when there are none). Returns the
+    directory written.
     """
     target = directory or summaries_dir(analysis.run.path)
     clock = _Clock(analysis)
@@ -94,7 +93,7 @@ def write_summaries(
         *step_events(analysis, clock),
         *concurrency_events(analysis, clock, resolution),
         *image_events(images or {}, clock),
-        *finding_events(findings, clock),
+        *finding_events(analysis.findings, clock),
     ]
     _replace_event_files(target, events, clock.start_s)
     return target
@@ -120,7 +119,7 @@ def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) ->
     """``concurrency/<pool>``: one point per bin, step = bin start in ms on the run's axis."""
     events: list[Any] = []
     for pool in ANALYSED_POOLS:
-        series = concurrency_series(analysis.run, pool, resolution_ns, analysis.window)
+        series = analysis.concurrency[pool].series(resolution_ns)
         tag = f"concurrency/{pool.value}"
         description = (
             f"Mean number of busy {pool.value} threads per {resolution_ns / MS:g} ms bin. "
@@ -179,10 +178,8 @@ def image_events(images: Mapping[str, bytes], clock: _Clock) -> list[Any]:
     ]
 
 
-def finding_events(findings: Sequence[Finding] | None, clock: _Clock) -> list[Any]:
-    """``findings``: every finding as markdown; nothing when findings were not computed."""
-    if findings is None:
-        return []
+def finding_events(findings: Sequence[Finding], clock: _Clock) -> list[Any]:
+    """``findings``: every finding as markdown."""
     text = render_findings(findings)
     return [_event(_text("findings", text, "What tftrace found, worst first."), 0, clock.start_s)]
 

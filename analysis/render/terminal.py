@@ -1,76 +1,22 @@
-"""``tftrace analyze``: the analyses of a run gathered for the terminal and for machines.
+"""``tftrace analyze`` in the terminal: the findings, then each table of an ``Analysis``.
 
-Computing (``analyze``) and rendering (``render``) are separate: the JSON output and any
-other front end use the same ``Analysis`` object.
+Nothing is computed here: ``tftrace.analysis.analyze`` did that.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from tftrace.analysis.metrics.breakdown import breakdown
-from tftrace.analysis.metrics.busy import trace_window
-from tftrace.analysis.metrics.concurrency import pools_table
-from tftrace.analysis.metrics.cpu_time import pool_cpu
-from tftrace.analysis.metrics.ops import top_op_types
-from tftrace.analysis.metrics.queue_delay import queue_delay_stats
-from tftrace.analysis.metrics.steps import Steps, find_steps
-from tftrace.analysis.model.run import Run
+from tftrace.analysis.render.console import capture
+from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-@dataclass(frozen=True)
-class Analysis:
-    run: Run
-    window: tuple[int, int]
-    pools: pd.DataFrame
-    queue_delay: pd.DataFrame
-    cpu: pd.DataFrame
-    top_ops: pd.DataFrame
-    breakdown: pd.DataFrame
-    steps: Steps
-
-    def to_json(self) -> dict[str, Any]:
-        def records(df: pd.DataFrame) -> list[dict[str, Any]]:
-            return [
-                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                for r in json.loads(df.to_json(orient="records"))
-            ]
-
-        return {
-            "run": str(self.run.path),
-            "window_ns": list(self.window),
-            "pools": records(self.pools),
-            "queue_delay": records(self.queue_delay),
-            "cpu": records(self.cpu),
-            "top_ops": records(self.top_ops),
-            "breakdown": records(self.breakdown),
-            "steps": {
-                "source": self.steps.source,
-                **self.steps.stats(),
-                "table": records(self.steps.table),
-            },
-            "missing": self.run.missing,
-        }
-
-
-def analyze(run: Run) -> Analysis:
-    window = trace_window(run)
-    return Analysis(
-        run,
-        window,
-        pools_table(run, window),
-        queue_delay_stats(run),
-        pool_cpu(run, window),
-        top_op_types(run),
-        breakdown(run, window),
-        find_steps(run),
-    )
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.findings import Finding
 
 
 def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
@@ -83,22 +29,12 @@ def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
     return table
 
 
-def findings_json(findings: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f.id,
-            "severity": f.severity.value,
-            "pool": f.pool,
-            "message": f.message,
-            "action": f.action,
-            "evidence": f.evidence,
-            "window_ns": list(f.window) if f.window else None,
-        }
-        for f in findings
-    ]
+def render_text(analysis: Analysis) -> str:
+    """The terminal report as plain text (what ``print(analysis)`` shows)."""
+    return capture(lambda out: render(analysis, out))
 
 
-def _render_findings(console: Any, findings: list[Any]) -> None:
+def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
     if not findings:
         console.print("findings: none", markup=False, highlight=False)
         return
@@ -111,18 +47,16 @@ def _render_findings(console: Any, findings: list[Any]) -> None:
         console.print(f"  -> {f.action}", markup=False, highlight=False)
 
 
-def render(analysis: Analysis, findings: list[Any] | None = None) -> None:
-    from rich.console import Console
-
-    console = Console(width=100)
+def render(analysis: Analysis, out: Console | None = None) -> None:
+    """Print the analysis (findings first, then every table) on ``out`` (default: stdout)."""
+    console = out or make_console()
     lo, hi = analysis.window
     console.print(
         f"{analysis.run.path}  window {(hi - lo) / 1e9:.3f} s of trace",
         markup=False,
         highlight=False,
     )
-    if findings is not None:
-        _render_findings(console, findings)
+    _render_findings(console, analysis.findings)
     pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
     for cells in pool_rows(analysis.pools):
         pools.add_row(*cells)

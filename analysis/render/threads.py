@@ -15,8 +15,9 @@ def thread_rows(run: Run) -> pd.DataFrame:
 
 
 def render_threads(run: Run) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from tftrace.analysis.render.console import wide_console
 
     table = Table(title=f"threads of {run.path}", title_justify="left", expand=False)
     for column in ("pool", "tid", "OS name", "trace line", "events", "evidence"):
@@ -31,7 +32,7 @@ def render_threads(run: Run) -> None:
             row.evidence,
             end_section=False,
         )
-    console = Console(width=max(100, Console().width))
+    console = wide_console()
     console.print(table)
     for note in [*run.notes, *(f"missing: {m}" for m in run.missing)]:
         console.print(note, markup=False, highlight=False)

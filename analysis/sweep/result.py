@@ -1,40 +1,36 @@
 """From a sweep's runs to its result: timings, effective settings, verdict, warnings and why.
 
-Inputs are plain per-run facts (the run directory, the setting asked for, what the parent
-measured), so that this module never runs anything; ``tftrace sweep`` and the tests feed
-it.
+Inputs are the timed runs' records (``TimedRun``: the run directory, the setting asked for,
+what the parent measured), so that this module never runs anything; ``tftrace.sweep`` and the
+tests feed it, and ``load_sweep`` rebuilds them from a finished sweep directory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from tftrace.analysis.sweep.stats import Verdict, beyond_cpus, setting_key, summarize, verdict
+from tftrace.analysis.sweep.stats import (
+    Verdict,
+    beyond_cpus,
+    label,
+    label_of,
+    setting_key,
+    summarize,
+    verdict,
+)
 from tftrace.analysis.sweep.timing import Measure, measure, steps_frame
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
-from tftrace.tracer.sweep import SWEEP_FILE, Setting
+from tftrace.tracer.manifest_reader import Manifest
+from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting, TimedRun
 
 POOLS = {"intra": "intra_op", "inter": "inter_op"}
 SETTERS = {key: f"set_{pool}_parallelism_threads" for key, pool in POOLS.items()}
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """One timed run as its parent saw it."""
-
-    intra: int | None
-    inter: int | None
-    round: int
-    path: Path
-    wall_s: float
-    cpu_s: float | None
-    manifest: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -51,6 +47,14 @@ class RecordedView:
 
 @dataclass(frozen=True)
 class SweepResult:
+    """A sweep's figures and verdict.
+
+    ``table`` has one row per setting (median time, spread, speedup, CPU use), ``runs`` one
+    row per timed run; ``verdict`` indexes ``table``. ``recommended`` is the setting to use
+    and ``recommendation`` says why in sentences. ``output`` is the sweep directory (with
+    ``sweep.json`` and ``speedup.png``), ``options`` what the sweep was asked, as written there.
+    """
+
     target: list[str]
     cpus: int
     unit: str  # "s/step" when the timed spans are steps, else "s"
@@ -60,24 +64,39 @@ class SweepResult:
     verdict: Verdict
     warnings: list[str]
     recorded: dict[tuple[int | None, int | None], RecordedView] = field(default_factory=dict)
+    output: Path | None = None  # the sweep directory, once written
+    options: dict[str, Any] = field(default_factory=dict)  # sweep.json's "options"
+    created: str | None = None  # when sweep.json was written (ISO 8601)
+
+    @property
+    def recommended(self) -> Setting:
+        """The setting to use: the fastest beyond noise, else the baseline (or, with too few
+        runs to judge, the fastest median)."""
+        return Setting(*setting_key(self.table.loc[self.verdict.recommended]))
+
+    @property
+    def recommendation(self) -> list[str]:
+        """The verdict in sentences, most important first (as ``tftrace sweep`` prints it)."""
+        from tftrace.analysis.sweep.recommendation import recommendation
+
+        return recommendation(self)
 
 
 def usable_cpus(manifest: dict[str, Any]) -> int:
-    host = manifest.get("host") or {}
-    return len(host.get("cpu_affinity") or []) or int(host.get("cpu_count") or 1)
+    """``Manifest.usable_cpus`` of a run's manifest.json; 1 when it does not say."""
+    return Manifest.from_json(manifest).usable_cpus or 1
 
 
-def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
+def time_run(facts: TimedRun, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
     """One row of the runs table: the timing and the pool sizes the run really had."""
     steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
     report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
     timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
+    manifest = Manifest.from_json(facts.manifest)
     cpus = usable_cpus(facts.manifest)
-    pools = facts.manifest.get("pools") or {}
-    calls = (facts.manifest.get("workload") or {}).get("setter_calls") or []
     row: dict[str, Any] = {
-        "intra": facts.intra,
-        "inter": facts.inter,
+        "intra": facts.setting.intra,
+        "inter": facts.setting.inter,
         "round": facts.round,
         "time_s": timing.per_unit,
         "span_s": timing.seconds,
@@ -93,20 +112,11 @@ def time_run(facts: RunFacts, how: Measure, marker: str | None, warmup: int = 1)
         "path": str(facts.path),
     }
     for key, pool in POOLS.items():
-        info = pools.get(pool) or {}
-        row[f"{key}_effective"] = info.get("size")
-        row[f"{key}_source"] = info.get("source")
-        row[f"{key}_calls"] = [c for c in calls if c.get("setter") == SETTERS[key]]
+        calls = manifest.workload.setter_calls
+        row[f"{key}_effective"] = manifest.pool(pool).size
+        row[f"{key}_source"] = manifest.pool(pool).source
+        row[f"{key}_calls"] = [c.to_json() for c in calls if c.setter == SETTERS[key]]
     return row
-
-
-def _label(intra: Any, inter: Any) -> str:
-    """``Setting.label`` for values from a DataFrame (NA = left to TF)."""
-    return Setting(*setting_key(pd.Series({"intra": intra, "inter": inter}))).label()
-
-
-def label(row: pd.Series) -> str:
-    return _label(row["intra"], row["inter"])
 
 
 def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
@@ -146,7 +156,7 @@ def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
         e = effective.iloc[0]
         out.append(
             "every run used the same pool sizes "
-            f"({_label(e['intra_effective'], e['inter_effective'])}): the sweep compared one "
+            f"({label_of(e['intra_effective'], e['inter_effective'])}): the sweep compared one "
             "setting with itself"
         )
     return out
@@ -178,16 +188,15 @@ def build(
 
 def recorded_view(path: Path) -> RecordedView:
     """Analyse one fully recorded run (the heavy part: load, analyse, diagnose)."""
-    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.analyze import analyze
     from tftrace.analysis.metrics.concurrency import pools_table
     from tftrace.analysis.model.pools import Pool
     from tftrace.analysis.model.run import load
-    from tftrace.analysis.render.terminal import analyze
 
     run = load(path)
     analysis = analyze(run)
     # The sweep pinned the pool sizes on purpose: saying so again is noise.
-    findings = [f for f in diagnose(run, analysis) if not f.id.endswith("pinned-vs-cpus")]
+    findings = [f for f in analysis.findings if not f.id.endswith("pinned-vs-cpus")]
     # Concurrency over the same steady span the timed runs measure, when the trace has steps.
     steps = analysis.steps.table
     table = analysis.pools
@@ -223,7 +232,7 @@ def load_sweep(path: Path) -> SweepResult:
     """A finished sweep again, from its directory: the runs are re-timed from their files
     and the recorded runs re-analysed; the warnings are the ones the sweep gave."""
     data = rundir.read_json_or_none(path / SWEEP_FILE)
-    if data is None or data.get("kind") != "tftrace-sweep":
+    if data is None or data.get("kind") != SWEEP_KIND:
         raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
     options = data.get("options") or {}
     facts = []
@@ -233,9 +242,8 @@ def load_sweep(path: Path) -> SweepResult:
         if manifest is None:
             raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
         facts.append(
-            RunFacts(
-                r["intra"],
-                r["inter"],
+            TimedRun(
+                Setting(r["intra"], r["inter"]),
                 r["round"],
                 run_path,
                 r["wall_s"],
@@ -258,4 +266,4 @@ def load_sweep(path: Path) -> SweepResult:
     for s in data["settings"]:
         if s.get("recorded_run"):
             result.recorded[(s["intra"], s["inter"])] = recorded_view(path / s["recorded_run"])
-    return result
+    return replace(result, output=path, options=options, created=data.get("created"))

@@ -11,6 +11,7 @@ difference", never a winner picked from noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -93,6 +94,16 @@ def setting_key(row: pd.Series) -> tuple[int | None, int | None]:
     """(intra, inter) of a table row, None where the sweep left the pool to TF."""
     intra, inter = (None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))
     return intra, inter
+
+
+def label_of(intra: Any, inter: Any) -> str:
+    """``Setting.label`` for values from a DataFrame (NA = left to TF)."""
+    return Setting(*setting_key(pd.Series({"intra": intra, "inter": inter}))).label()
+
+
+def label(row: pd.Series) -> str:
+    """The setting of a table row in words (``intra 2 · inter default``)."""
+    return label_of(row["intra"], row["inter"])
 
 
 def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:

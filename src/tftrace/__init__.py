@@ -1,3 +1,81 @@
-"""tftrace: see what TensorFlow's CPU thread pools do, and why cores sit idle."""
+"""tftrace: see what TensorFlow's CPU thread pools do, and why cores sit idle.
+
+The front door, in the order the data flows::
+
+    import tftrace
+
+    result = tftrace.record("train.py", ["--steps", "50"])  # run under the profilers
+    run = tftrace.load(result.run.path)  # the run as DataFrames
+    analysis = tftrace.analyze(run)  # metrics and findings
+    print(analysis)  # the terminal report; in Jupyter, the report's tables
+    best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
+
+``record``, ``load``, ``analyze`` and ``sweep`` are what the ``tftrace`` command line calls too.
+Every user-facing failure raises a ``TftraceError``.
+
+Importing ``tftrace`` is light (no pandas, numpy or TensorFlow): it is imported inside the
+workload's own process. Each name below loads its module on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from tftrace.errors import TftraceError
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it, imported when the name is first used
+_LAZY = {
+    "record": "tftrace.tracer.recording",
+    "RecordResult": "tftrace.tracer.recorder",
+    "Target": "tftrace.tracer.options",
+    "load": "tftrace.analysis.model.run",
+    "Run": "tftrace.analysis.model.run",
+    "analyze": "tftrace.analysis.analyze",
+    "Analysis": "tftrace.analysis.analyze",
+    "Finding": "tftrace.analysis.findings.finding",
+    "Severity": "tftrace.analysis.findings.finding",
+    "sweep": "tftrace.analysis.sweep.session",
+    "SweepResult": "tftrace.analysis.sweep.result",
+}
+
+__all__ = [
+    "Analysis",
+    "Finding",
+    "RecordResult",
+    "Run",
+    "Severity",
+    "SweepResult",
+    "Target",
+    "TftraceError",
+    "__version__",
+    "analyze",
+    "load",
+    "record",
+    "sweep",
+]
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis, analyze
+    from tftrace.analysis.findings.finding import Finding, Severity
+    from tftrace.analysis.model.run import Run, load
+    from tftrace.analysis.sweep.result import SweepResult
+    from tftrace.analysis.sweep.session import sweep
+    from tftrace.tracer.options import Target
+    from tftrace.tracer.recorder import RecordResult
+    from tftrace.tracer.recording import record
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tftrace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

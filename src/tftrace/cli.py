@@ -10,7 +10,7 @@ import sys
 from types import ModuleType
 
 from tftrace import __version__
-from tftrace.errors import CliError
+from tftrace.errors import TftraceError
 from tftrace.target import parse_target, split_target
 
 USAGE_ERROR = 2
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(modules[ns.command].run(ns))
         parser.print_help()
         return USAGE_ERROR
-    except CliError as e:
+    except TftraceError as e:  # every user-facing failure: one line, no traceback
         print(f"tftrace: error: {e}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:

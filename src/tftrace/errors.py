@@ -5,6 +5,11 @@ Each error's message is the whole line the user sees: it names the file or optio
 says why. Internal invariants (a broken schema, a bug) raise ordinary exceptions instead.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class TftraceError(Exception):
     """Bad input to tftrace: a missing or damaged file, a bad option, a workload that cannot run.
@@ -24,3 +29,17 @@ class CliError(TftraceError):
 
 class TraceError(TftraceError, ValueError):
     """A file or directory that cannot be loaded; the message names it and says why."""
+
+
+@contextmanager
+def error_context(prefix: str) -> Iterator[None]:
+    """Put ``prefix: `` before the message of a ``TftraceError`` raised inside the block.
+
+    A command that runs library code names itself this way (``sweep: script not found``);
+    the error keeps its class, so callers that catch it by class still do.
+    """
+    try:
+        yield
+    except TftraceError as e:
+        e.args = (f"{prefix}: {e}",)
+        raise

@@ -20,6 +20,8 @@ import time
 from array import array
 from typing import Any
 
+from tftrace.analysis.model.vocabulary import STEP_NUM_ARG
+
 FUNCTION = "tf.function"
 ANNOTATION = "annotation"
 COLUMNS = ("kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns")
@@ -99,7 +101,7 @@ class StepTimer:
         @functools.wraps(init)
         def start(trace: Any, name: Any, **kwargs: Any) -> None:
             init(trace, name, **kwargs)  # TF starts its clock at creation; so do we
-            step = kwargs.get("step_num")
+            step = kwargs.get(STEP_NUM_ARG)
             # TF itself opens a Trace per tf.function call: keep only steps and the marker.
             if step is None and name != marker:
                 return

@@ -10,8 +10,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tftrace.errors import CliError
-
 
 def add_run_argument(parser: argparse.ArgumentParser) -> None:
     """The RUN argument and --session, as every command that reads a run takes them."""
@@ -20,11 +18,7 @@ def add_run_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_run(ns: argparse.Namespace) -> Any:
-    """``load()`` the run named on the command line; bad input becomes a CliError."""
+    """``load()`` the run named on the command line (bad input raises ``TraceError``)."""
     from tftrace.analysis.model.run import load
-    from tftrace.errors import TraceError
 
-    try:
-        return load(ns.run, session=ns.session)
-    except TraceError as e:
-        raise CliError(str(e)) from None
+    return load(ns.run, session=ns.session)

@@ -17,18 +17,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from tftrace.analysis.findings.rules import diagnose
-    from tftrace.analysis.render.terminal import analyze, findings_json, render
+    from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.render.console import console
+    from tftrace.analysis.render.terminal import render
 
     # A spinner on a terminal while a large trace loads; nothing when output is redirected.
-    with Console(stderr=True).status(f"loading {ns.run} ..."):
-        loaded = load_run(ns)
-        analysis = analyze(loaded)
-        findings = diagnose(loaded, analysis)
+    with console(width=None, stderr=True).status(f"loading {ns.run} ..."):
+        analysis = analyze(load_run(ns))
     if ns.json:
-        print(json.dumps({"findings": findings_json(findings), **analysis.to_json()}, indent=2))
+        print(json.dumps(analysis.to_json(), indent=2))
     else:
-        render(analysis, findings)
+        render(analysis)
     return 0

@@ -70,8 +70,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.run_summary import render_record_footer
+    from tftrace.tracer.manifest_reader import Manifest
     from tftrace.tracer.options import RecordOptions
-    from tftrace.tracer.recorder import RecordError, record
+    from tftrace.tracer.recorder import record
 
     if ns.delay < 0 or (ns.duration is not None and ns.duration <= 0):
         raise CliError("record: --delay must be >= 0 and --duration > 0")
@@ -92,9 +93,6 @@ def run(ns: argparse.Namespace) -> int:
         sampler=not ns.no_sampler,
         sample_hz=ns.sample_hz,
     )
-    try:
-        result = record(options)
-    except RecordError as e:
-        raise CliError(str(e)) from None
-    render_record_footer(result.run.path, result.manifest)
+    result = record(options)
+    render_record_footer(result.run.path, Manifest.from_json(result.manifest))
     return result.exit_code

@@ -5,8 +5,7 @@ The page (default ``RUN/report.html``) holds the run summary, findings, every ta
 figures are written as PNG files into a folder named after the page, beside it
 (``report.html`` -> ``report_files/concurrency.png``, ...), for slides and issues.
 
-Findings come from ``tftrace.analysis.findings.rules.diagnose(run, analysis)`` when that module
-exists; without it the page says "no findings".
+Figures and findings come from ``tftrace.analysis.analyze.analyze``: the page only shows them.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def output_paths(output: Path | None, run_path: Path) -> tuple[Path, Path]:
     return page, page.with_name(page.stem + "_files")
 
 
-def write_report(analysis: Any, findings: list[object], page: Path, image_dir: Path) -> ReportFiles:
+def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
     """Draw the figures, write them as PNG files and the page that embeds them."""
     from tftrace.analysis.render.html import render_page
     from tftrace.analysis.render.plots import png_images
@@ -63,20 +62,17 @@ def write_report(analysis: Any, findings: list[object], page: Path, image_dir: P
         path.write_bytes(png)
         written.append(path)
     relative = image_dir.name if image_dir.parent == page.parent else str(image_dir)
-    page.write_text(render_page(analysis, images, findings, relative), encoding="utf-8")
+    page.write_text(render_page(analysis, images, relative), encoding="utf-8")
     return ReportFiles(page, written)
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.findings.rules import diagnose
-    from tftrace.analysis.render.terminal import analyze
+    from tftrace.analysis.analyze import analyze
 
-    loaded = load_run(ns)
-    analysis = analyze(loaded)
-    findings: list[object] = list(diagnose(loaded, analysis))
-    page, image_dir = output_paths(ns.output, loaded.path)
+    analysis = analyze(load_run(ns))
+    page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
-        files = write_report(analysis, findings, page, image_dir)
+        files = write_report(analysis, page, image_dir)
     except OSError as e:
         raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
     print(f"tftrace: report {files.page} ({len(files.images)} figures also in {image_dir}/)")

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tftrace.errors import CliError
-
 NAME = "summary"
 HELP = "print what a run directory holds, or a sweep directory's result"
 
@@ -19,27 +17,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.render.run_summary import RunDirError, render_summary, summarize
+    from tftrace.analysis.render.run_summary import render_summary, summarize
 
     if (ns.run / "sweep.json").exists():
         return _sweep(ns.run)
-    try:
-        summary = summarize(ns.run)
-    except RunDirError as e:
-        raise CliError(str(e)) from None
-    render_summary(summary)
+    render_summary(summarize(ns.run))
     return 0
 
 
 def _sweep(path: Path) -> int:
     from tftrace.analysis.sweep.report import render
-    from tftrace.analysis.sweep.result import SweepDirError, load_sweep
-    from tftrace.analysis.sweep.timing import TimingError
-    from tftrace.errors import TraceError
+    from tftrace.analysis.sweep.result import load_sweep
 
-    try:
-        result = load_sweep(path)
-    except (SweepDirError, TimingError, TraceError) as e:
-        raise CliError(str(e)) from None
-    render(result)
+    render(load_sweep(path))
     return 0

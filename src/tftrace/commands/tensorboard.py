@@ -4,7 +4,7 @@ The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.render.tensorboar
 TensorBoard serves ``RUN`` on 127.0.0.1 until Ctrl-C: its profile plugin shows the trace, and a
 run named ``tftrace`` holds the concurrency series, the figures, the plots and the findings.
 
-Findings come from ``tftrace.analysis.findings.rules.diagnose`` and the figures from
+Figures and findings come from ``tftrace.analysis.analyze.analyze`` and the images from
 ``tftrace.analysis.render.plots.png_images``, as in the HTML report.
 """
 
@@ -35,17 +35,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     if not 0 <= ns.port <= 0xFFFF:
         raise CliError(f"tensorboard: --port must be 0-65535, not {ns.port}")
-    from tftrace.analysis.findings.rules import diagnose
+    from tftrace.analysis.analyze import analyze
     from tftrace.analysis.render.plots import png_images
     from tftrace.analysis.render.tensorboard import write_summaries
-    from tftrace.analysis.render.terminal import analyze
 
     loaded = load_run(ns)
     analysis = analyze(loaded)
     try:
-        written = write_summaries(
-            analysis, images=png_images(analysis), findings=diagnose(loaded, analysis)
-        )
+        written = write_summaries(analysis, images=png_images(analysis))
     except OSError as e:
         raise CliError(
             f"{e.filename or loaded.path}: cannot write summaries ({e.strerror})"

@@ -1,0 +1,212 @@
+"""Rules on how the pools ran: queued work with cores free, ops too small to split, an intra-op
+pool sized against the cores, ops run inline, Eigen workers spinning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tftrace.analysis.findings.evidence import (
+    category_share,
+    cpu_row,
+    pool_row,
+    severity_for,
+)
+from tftrace.analysis.findings.finding import Finding, Severity
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import (
+    INFERENCE_FUNCTION_PREFIX,
+    INTER_OP_THREADS_ENV,
+    INTRA_OP_THREADS_ENV,
+    ITERATOR_GET_NEXT,
+    PY_FUNCTION_OPS,
+)
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+
+# Rule 1 -----------------------------------------------------------------------------------
+QUEUE_SHARE = 0.05  # closures waited with a core free for >= 5 % of the window
+
+
+def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
+    """Closures queued on the inter-op pool while fewer threads were busy than cores."""
+    cores = run.manifest.usable_cpus
+    inter = pool_row(analysis, Pool.INTER_OP)
+    share = category_share(analysis, "waiting for a thread")
+    regions = run.regions.dropna(subset=["queue_ns"])
+    pools = run.threads.set_index("thread")["pool"].astype(str)
+    mine = regions[regions["thread"].map(pools) == Pool.INTER_OP.value]
+    lo, hi = analysis.window
+    waited = float(mine["queue_ns"].sum()) / (hi - lo) if hi > lo else 0.0
+    if cores is None or inter is None or inter["peak"] >= cores or waited < QUEUE_SHARE:
+        return []
+    size = run.manifest.pool("inter_op").size
+    return [
+        Finding(
+            "idle-cores-while-work-waited",
+            severity_for(waited),
+            Pool.INTER_OP.value,
+            f"Independent ops waited for an inter-op thread {waited:.0%} of the time while at most "
+            f"{int(inter['peak'])} of {cores} cores worked on them.",
+            f"Raise inter_op_parallelism_threads (now {size}) towards {cores}: "
+            f"tf.config.threading.set_inter_op_parallelism_threads({cores}) before any op runs, "
+            f"or {INTER_OP_THREADS_ENV}={cores}.",
+            {
+                "queued_share": round(waited, 4),
+                "waiting_for_a_thread_share": round(share, 4),
+                "inter_op_peak": int(inter["peak"]),
+                "inter_op_size": size,
+                "cores": cores,
+            },
+        )
+    ]
+
+
+# Rule 2 -----------------------------------------------------------------------------------
+SMALL_OP_PARALLELISM = 1.2  # top ops kept fewer than 1.2 Eigen workers busy on average
+TOP_OP_SHARE = 0.2  # ... while taking >= 20 % of the window
+
+
+# Op types that are not Eigen work: function calls, input waits, and Python (python-bound).
+NOT_SPLITTABLE = (INFERENCE_FUNCTION_PREFIX, ITERATOR_GET_NEXT, *PY_FUNCTION_OPS)
+
+
+def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
+    size = run.manifest.pool("intra_op").size or 0
+    ops = analysis.top_ops
+    ops = ops[~ops["op_type"].astype(str).str.startswith(NOT_SPLITTABLE)]
+    lo, hi = analysis.window
+    if size < 2 or ops.empty or hi <= lo:
+        return []
+    total_ns = ops["total_ms"].to_numpy() * 1e6
+    share = float(total_ns.sum()) / (hi - lo)
+    parallelism = float((ops["parallelism"] * total_ns).sum() / max(total_ns.sum(), 1))
+    if share < TOP_OP_SHARE or parallelism >= SMALL_OP_PARALLELISM:
+        return []
+    top = ", ".join(
+        f"{t} ({p:.2f})" for t, p in zip(ops["op_type"][:3], ops["parallelism"][:3], strict=False)
+    )
+    return [
+        Finding(
+            "ops-too-small-to-split",
+            severity_for(share),
+            Pool.INTRA_OP.value,
+            f"The intra-op pool has {size} threads, but the ops taking {share:.0%} of the time "
+            f"kept "
+            f"only {parallelism:.2f} Eigen workers busy on average: they are too small to split.",
+            "Give each op more work (larger batches), or fewer intra-op threads and more inter-op "
+            "threads so that independent small ops run side by side.",
+            {
+                "intra_op_size": size,
+                "top_ops_share": round(share, 4),
+                "mean_parallelism": round(parallelism, 3),
+                "top_ops": top,
+            },
+        )
+    ]
+
+
+# Rule 3 -----------------------------------------------------------------------------------
+WAIT_RATIO = 0.2  # workers runnable but not running >= 20 % of their CPU time
+
+
+def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
+    cores = run.manifest.usable_cpus
+    size = run.manifest.pool("intra_op").size
+    inter_size = run.manifest.pool("inter_op").size
+    cpu = cpu_row(analysis, Pool.INTRA_OP)
+    if not cores or not size or cpu is None:
+        return []
+    out = []
+    wait, on_cpu = float(cpu["wait_s"]), float(cpu["cpu_s"])
+    if size > cores and on_cpu > 0 and wait >= WAIT_RATIO * on_cpu:
+        out.append(
+            Finding(
+                "intra-pool-oversubscribed",
+                Severity.HIGH if wait >= on_cpu else Severity.MEDIUM,
+                Pool.INTRA_OP.value,
+                f"{size} intra-op threads share {cores} cores: the workers waited {wait:.2f} s for "
+                f"a core while running {on_cpu:.2f} s.",
+                f"Set intra_op_parallelism_threads to {cores} ({INTRA_OP_THREADS_ENV}={cores}).",
+                {
+                    "intra_op_size": size,
+                    "cores": cores,
+                    "run_queue_wait_s": round(wait, 4),
+                    "cpu_s": round(on_cpu, 4),
+                    "inter_x_intra": (inter_size or 0) * size,
+                },
+            )
+        )
+    row = pool_row(analysis, Pool.INTRA_OP)
+    if 1 < size < cores and row is not None and row["peak"] >= size and row["mean"] >= 0.8 * size:
+        out.append(
+            Finding(
+                "intra-pool-smaller-than-cores",
+                Severity.MEDIUM,
+                Pool.INTRA_OP.value,
+                f"All {size} intra-op threads were busy {row['mean'] / size:.0%} of the time, with "
+                f"{cores - size} more cores available.",
+                f"Try intra_op_parallelism_threads={cores}.",
+                {"intra_op_size": size, "cores": cores, "mean": round(float(row["mean"]), 3)},
+            )
+        )
+    return out
+
+
+# Rule 4 -----------------------------------------------------------------------------------
+INLINE_SHARE = 0.2  # ops ran inline on their callers >= 20 % of the window
+
+
+def inline_ops(run: Run, analysis: Analysis) -> list[Finding]:
+    size = run.manifest.pool("intra_op").size
+    cores = run.manifest.usable_cpus or 0
+    if size != 1 or cores < 2:
+        return []
+    share = category_share(analysis, "op, intra idle")
+    if share < INLINE_SHARE:
+        return []
+    return [
+        Finding(
+            "ops-run-inline",
+            severity_for(share),
+            Pool.INTRA_OP.value,
+            f"intra_op_parallelism_threads is 1: every op ran on the thread that called it "
+            f"({share:.0%} of the time), one core at a time, with {cores - 1} "
+            f"core{'s' if cores - 1 != 1 else ''} free.",
+            f"Set intra_op_parallelism_threads to {cores} (or 0 for one per core) so large ops "
+            "are split across cores.",
+            {"intra_op_size": size, "cores": cores, "op_intra_idle_share": round(share, 4)},
+        )
+    ]
+
+
+# Rule 7 -----------------------------------------------------------------------------------
+SPIN_RATIO = 1.3  # Eigen workers' CPU >= 1.3 x their traced busy time ...
+SPIN_MIN_S = 0.05  # ... and at least 50 ms more
+
+
+def eigen_spin(run: Run, analysis: Analysis) -> list[Finding]:
+    cpu = cpu_row(analysis, Pool.INTRA_OP)
+    if cpu is None or not np.isfinite(cpu["cpu_s"]):
+        return []
+    on_cpu, busy = float(cpu["cpu_s"]), float(cpu["busy_s"])
+    if on_cpu < SPIN_RATIO * busy or on_cpu - busy < SPIN_MIN_S:
+        return []
+    return [
+        Finding(
+            "eigen-spin",
+            Severity.MEDIUM
+            if on_cpu - busy > 0.1 * (analysis.window[1] - analysis.window[0]) / 1e9
+            else Severity.LOW,
+            Pool.INTRA_OP.value,
+            f"Intra-op workers used {on_cpu:.2f} s of CPU for {busy:.2f} s of traced work: "
+            "the rest "
+            "is spinning while waiting for work, taking cores from other threads.",
+            "If other threads need those cores, lower intra_op_parallelism_threads so fewer "
+            "workers spin.",
+            {"cpu_s": round(on_cpu, 4), "busy_s": round(busy, 4)},
+        )
+    ]

@@ -1,0 +1,311 @@
+"""The pieces of the HTML report: escaped tables and one section per part of an Analysis.
+
+Everything that comes from the trace or the run (op, annotation and thread names, paths,
+command lines, manifest values, finding texts) is under the user's control: it reaches the
+HTML only through ``esc`` (``html.escape``, quotes included), in text and attributes alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tftrace.analysis.metrics.breakdown import CATEGORIES
+from tftrace.analysis.render.formatting import (
+    POOL_HEADERS,
+    fmt,
+    is_missing,
+    parallelism_text,
+    pool_rows,
+)
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.tracer.manifest_reader import Manifest
+
+MAX_STEP_ROWS = 20
+FIGURES = (
+    (
+        "concurrency",
+        "Concurrency over time",
+        "Mean number of busy threads per pool in each bin, stacked; the dashed line is the "
+        "number of schedulable CPUs. Busy means owning work, not running on a CPU.",
+    ),
+    (
+        "histograms",
+        "Concurrency histograms",
+        "For each pool, the fraction of the trace window during which 0, 1, ..., N of its "
+        "threads were busy.",
+    ),
+    (
+        "timeline",
+        "Thread timeline",
+        "The busy intervals of every thread busy in the window, coloured by pool (gaps under "
+        "a pixel are closed).",
+    ),
+    (
+        "queue_delay",
+        "Queue-delay distribution",
+        "For each pool, how long closures waited between being scheduled (Record) and "
+        "starting (StartRegion), as a share of the pool's closures; log-spaced bins.",
+    ),
+    (
+        "breakdown",
+        "Wall-time breakdown",
+        "Each instant of the window in exactly one category (first match wins, see "
+        "docs/analyses.md); the whole window, then each step (up to 20).",
+    ),
+)
+
+
+def esc(value: object) -> str:
+    """Text for the page: everything not written by tftrace itself goes through here."""
+    return html.escape(str(value), quote=True)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
+    """An HTML table; the first ``text_columns`` columns are text, the others figures.
+
+    Cells arrive as plain text and are escaped here, so no caller can forget it.
+    """
+
+    def cls(i: int) -> str:
+        return "" if i < text_columns else ' class="num"'
+
+    head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f"<td{cls(i)}>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def kv_table(pairs: Iterable[tuple[str, str]]) -> str:
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+
+
+def note(text: str, cls: str = "note") -> str:
+    return f'<p class="{cls}">{esc(text)}</p>'
+
+
+def manifest_pairs(manifest: Manifest) -> list[tuple[str, str]]:
+    """What ran and where, from the recorder's manifest."""
+    host, exception = manifest.host, manifest.workload.exception
+    status = f"{manifest.status} (workload exit code {manifest.workload.exit_code})"
+    if exception:
+        status += f", {exception.type}: {exception.message}"
+    pairs = [
+        ("status", status),
+        ("command", shlex.join(manifest.workload_command)),
+        ("recorded", manifest.created or "-"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in manifest.versions.items())),
+        (
+            "CPUs",
+            f"{len(host.cpu_affinity)} schedulable of {host.cpu_count}"
+            + (f", quota {host.cpu_quota}" if host.cpu_quota else ""),
+        ),
+    ]
+    for key, info in manifest.pools.items():
+        pairs.append((f"{key} pool", f"{info.size} threads (source: {info.source})"))
+    for name, source in sorted(manifest.sources.items()):
+        reason = f": {source.reason}" if source.reason else ""
+        pairs.append((f"source {name}", f"{source.state}{reason}"))
+    if manifest.name:
+        pairs.insert(0, ("name", manifest.name))
+    return pairs
+
+
+def run_section(analysis: Analysis) -> str:
+    run = analysis.run
+    lo, hi = analysis.window
+    pairs = [("path", str(run.path))]
+    if run.manifest.exists:
+        pairs += manifest_pairs(run.manifest)
+    else:
+        pairs.append(("manifest", "none: a bare trace (no OS samples, no py-spy, no identity)"))
+    pairs.append(("trace window", f"{(hi - lo) / 1e9:.3f} s ({lo / 1e9:.3f} to {hi / 1e9:.3f} s)"))
+    pairs += [("note", note) for note in run.notes]
+    return kv_table(pairs)
+
+
+def attr(finding: object, name: str) -> Any:
+    value = getattr(finding, name, None)
+    return getattr(value, "value", value)  # Enums (severity, pool) show their value
+
+
+def css_class(value: object) -> str:
+    """A class name from a severity: escaped, and reduced to [a-z0-9-] anyway."""
+    return re.sub(r"[^a-z0-9-]", "-", str(value).lower())
+
+
+def finding(finding: object) -> str:
+    severity = attr(finding, "severity")
+    evidence = getattr(finding, "evidence", None) or {}
+    pool = attr(finding, "pool")
+    head = (
+        f'<span class="sev">{esc(fmt(severity))}</span> '
+        f"<code>{esc(fmt(attr(finding, 'id')))}</code>"
+        + (f" &middot; {esc(pool)}" if not is_missing(pool) else "")
+    )
+    rows = [(str(k), fmt(v, ".4g")) for k, v in dict(evidence).items()]
+    return (
+        f'<div class="finding sev-{esc(css_class(severity))}">'
+        f"<div>{head}</div>"
+        f'<div class="msg">{esc(fmt(attr(finding, "message")))}</div>'
+        f'<div class="action">{esc(fmt(attr(finding, "action")))}</div>'
+        + (table(("evidence", "value"), rows, text_columns=2) if rows else "")
+        + "</div>"
+    )
+
+
+def findings_section(findings: Sequence[object]) -> str:
+    """Findings in the order given (most severe first, as the diagnosis sorts them)."""
+    if not findings:
+        return note("no findings", "none")
+    return "".join(finding(f) for f in findings)
+
+
+def pools_section(analysis: Analysis) -> str:
+    return table(POOL_HEADERS, pool_rows(analysis.pools), text_columns=1) + note(
+        "busy = threads of the pool busy at some moment; mean and peak = busy threads "
+        "(owning work, not on a CPU); cores = mean / schedulable CPUs."
+    )
+
+
+def breakdown_section(analysis: Analysis) -> str:
+    rows = [
+        (str(r.category), f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
+        for r in analysis.breakdown.itertuples()
+    ]
+    return table(("category", "ms", "share"), rows) + note(
+        "Every instant of the window in exactly one category, the first that holds; "
+        "the shares add up to 100 %."
+    )
+
+
+def queue_delay_section(analysis: Analysis) -> str:
+    if analysis.queue_delay.empty:
+        return note(
+            "No closure has both its Record and its StartRegion in the trace "
+            "(TensorFlow 2.16 and older write no thread-pool events)."
+        )
+    rows = [
+        (
+            str(r.pool),
+            str(r.closures),
+            *(fmt(v, ".1f") for v in (r.p50_us, r.p90_us, r.p99_us, r.max_us)),
+            fmt(r.total_ms, ".2f"),
+        )
+        for r in analysis.queue_delay.itertuples()
+    ]
+    headers = ("pool", "closures", "p50 us", "p90 us", "p99 us", "max us", "total ms")
+    return table(headers, rows) + note("From being scheduled (Record) to starting (StartRegion).")
+
+
+def cpu_section(analysis: Analysis) -> str:
+    if analysis.cpu.empty:
+        return note("No OS samples: the kernel's CPU accounting is not available.")
+    rows = [
+        (
+            str(r.pool),
+            str(r.threads),
+            fmt(r.cpu_s, ".3f"),
+            fmt(r.busy_s, ".3f"),
+            fmt(r.cpu_per_busy, ".2f"),
+            fmt(r.wait_s, ".3f"),
+        )
+        for r in analysis.cpu.itertuples()
+    ]
+    headers = ("pool", "threads", "CPU s", "busy s", "CPU / busy", "run-queue wait s")
+    return table(headers, rows) + note(
+        "CPU and run-queue wait from the kernel (schedstat); busy from the trace."
+    )
+
+
+def ops_section(analysis: Analysis) -> str:
+    if analysis.top_ops.empty:
+        return note("No op events in the trace.")
+    rows = [
+        (
+            str(r.op_type),
+            str(r.count),
+            fmt(r.total_ms, ".2f"),
+            fmt(r.mean_us, ".1f"),
+            parallelism_text(r.parallelism),
+        )
+        for r in analysis.top_ops.itertuples()
+    ]
+    headers = ("op type", "count", "total ms", "mean us", "parallelism")
+    return table(headers, rows) + note(
+        "parallelism = Eigen workers busy on the op's behalf, on average; inline = none."
+    )
+
+
+def steps_section(analysis: Analysis) -> str:
+    steps = analysis.steps
+    stats = steps.stats()
+    if not stats["steps"]:
+        return note("No steps found (no tf.function or annotation repeated on the main thread).")
+    summary = (
+        f"{stats['steps']} steps ({steps.source}): mean {stats['mean_ms']:.2f} ms, "
+        f"sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
+        f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms"
+    )
+    lo = analysis.window[0]
+    rows = [
+        (
+            str(int(r["step"])),
+            f"{(r['start_ns'] - lo) / 1e9:.3f}",
+            f"{r['duration_ns'] / 1e6:.2f}",
+            *(f"{r[c]:.0%}" for c in CATEGORIES),
+        )
+        for _, r in steps.table.head(MAX_STEP_ROWS).iterrows()
+    ]
+    shown = len(rows)
+    more = note(f"First {shown} of {stats['steps']} steps.") if shown < stats["steps"] else ""
+    headers = ("step", "start s", "duration ms", *CATEGORIES)
+    return note(summary, "summary") + table(headers, rows) + more
+
+
+def figure(name: str, title: str, caption: str, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure id="figure-{esc(name)}"><h3>{esc(title)}</h3>'
+        f'<img alt="{esc(title)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
+
+
+def figures_section(images: Mapping[str, bytes], image_dir: str | None) -> str:
+    """The known figures in page order, then any other image given, by name."""
+    known = {name for name, _, _ in FIGURES}
+    parts = [
+        figure(name, title, caption, images[name])
+        for name, title, caption in FIGURES
+        if name in images
+    ]
+    parts += [figure(n, n, "", png) for n, png in images.items() if n not in known]
+    not_drawn = [title for name, title, _ in FIGURES if name not in images]
+    if not_drawn:
+        parts.append(note("Not drawn: " + ", ".join(not_drawn) + "."))
+    if image_dir:
+        parts.append(note(f"The figures are also saved as PNG files in {image_dir}/."))
+    return "".join(parts)
+
+
+def missing_section(analysis: Analysis) -> str:
+    missing = list(analysis.run.missing)
+    if not analysis.run.manifest.exists:
+        missing.insert(0, "manifest, OS samples, py-spy, thread identity: a bare trace has none")
+    if not missing:
+        return note("Nothing: every source recorded.", "none")
+    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in missing) + "</ul>"
+
+
+def section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{body}</section>'

@@ -1,0 +1,345 @@
+"""``tftrace.sweep()``: time a workload under several thread settings and say which to use.
+
+The one call behind ``tftrace sweep``. It joins the two halves of a sweep: ``tracer/sweep.py``
+runs the processes (one per setting and round, interleaved) and the rest of this package turns
+their files into figures (``timing``: what one run took; ``result``: the table, the verdict and
+its warnings; ``report``: the JSON, the words and the plot). Each run is timed as soon as it
+ends, so that a marker that never runs fails on the first run, not after all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tftrace.analysis.sweep.report import document, plot
+from tftrace.analysis.sweep.result import SweepResult, build, recorded_view, time_run, usable_cpus
+from tftrace.analysis.sweep.stats import setting_key
+from tftrace.analysis.sweep.timing import Measure
+from tftrace.errors import TraceError
+from tftrace.tracer.options import (
+    DEFAULT_SWEEP_REPEAT,
+    DEFAULT_SWEEPS_DIR,
+    RecordOptions,
+    Target,
+    as_target,
+)
+from tftrace.tracer.recorder import RecordError, check_target
+from tftrace.tracer.rundir import default_run_path, write_json_atomic
+from tftrace.tracer.sweep import (
+    SWEEP_FILE,
+    Setting,
+    SweepError,
+    SweepOptions,
+    TimedRun,
+    grid,
+    parse_values,
+    run_recorded,
+    run_timed,
+)
+
+PLOT_FILE = "speedup.png"
+Values = str | Sequence[int] | None  # "1,2,4", [1, 2, 4], "auto", or None: leave the pool to TF
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a sweep is: ``done`` of ``total`` runs have finished; ``text`` says which runs now.
+    ``total`` grows once, when the runs that explain the verdict are planned."""
+
+    text: str
+    done: int
+    total: int
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep. The runs that had finished are kept: ``result`` is their result,
+    already written to the sweep directory, or None when no run had finished."""
+
+    def __init__(self, result: SweepResult | None) -> None:
+        super().__init__()
+        self.result = result
+
+
+def sweep(
+    target: Target | str | os.PathLike[str],
+    args: Sequence[str] = (),
+    *,
+    intra: Values = "auto",
+    inter: Values = None,
+    repeat: int = DEFAULT_SWEEP_REPEAT,
+    measure: Measure | str = Measure.AUTO,
+    marker: str | None = None,
+    warmup_steps: int = 1,
+    baseline: str | tuple[int | None, int | None] | None = None,
+    record_each: bool = False,
+    explain: bool = True,
+    output: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    progress: Callable[[SweepProgress], None] | None = None,
+) -> SweepResult:
+    """Time ``target`` under each thread setting, in fresh processes, and say which to use.
+
+    Each setting (intra-op x inter-op pool sizes) runs ``repeat`` times, each run a fresh
+    process whose pools are sized through ``TF_NUM_INTRAOP_THREADS`` /
+    ``TF_NUM_INTEROP_THREADS``, in rounds that interleave the settings (A B C A B C ...) so that
+    a noisy minute hits all of them. Only a step timer runs inside them: what is timed is the
+    workload's steady state (its steps after the warm-up ones), a marker's blocks, or with
+    ``measure`` the script or the process. Then the baseline (and the recommended setting) is
+    recorded once with every source and analysed: its main finding explains the verdict.
+
+    Args:
+        target: the workload: a script's path, or a ``Target`` (a script or a ``-m`` module).
+        args: the workload's arguments (after the ``Target``'s own).
+        intra: intra-op pool sizes: ``"1,2,4"``, ``[1, 2, 4]`` or ``"auto"`` (1, 2, 4, ... up
+            to the CPUs and one step beyond); 0 is TF's default; None leaves the pool to TF.
+        inter: inter-op pool sizes, the same way; by default the pool is left to TF.
+        repeat: timed runs per setting (3 or more to judge noise).
+        measure: what to time: ``"auto"`` (the steady state between steps: ``tf.function``
+            calls or ``Trace(..., step_num=)`` blocks; else the script), ``"steps"`` (fail
+            without steps), ``"script"`` (the workload's code) or ``"process"`` (all of it).
+        marker: time only the workload's ``tf.profiler.experimental.Trace(marker)`` blocks.
+        warmup_steps: steps left out before the steady state starts (>= 1: the first traces).
+        baseline: the setting speedups are relative to: ``(intra, inter)``, or ``"INTRA,INTER"``
+            with ``-`` for a pool left to TF; by default the first setting.
+        record_each: record and analyse one run of every setting (pool concurrency, finding).
+        explain: record the baseline and the recommended setting to explain the verdict.
+        output: the sweep directory to create (empty if it exists); by default a new one
+            under ``./tftrace-sweeps/``, its name ending in ``name``.
+        name: a label for the sweep, kept in the default directory's name.
+        progress: called with a ``SweepProgress`` as each run starts and ends.
+
+    Returns:
+        The ``SweepResult``: ``recommended`` (the ``Setting`` to use), ``recommendation`` (the
+        verdict and why, in sentences), ``verdict.kind`` (``"faster"``, ``"no-difference"`` or
+        ``"too-few-runs"``), ``table`` (per setting: median, spread, speedup, CPU use), ``runs``
+        (per run), ``warnings``, and ``output``: the sweep directory, which holds
+        ``sweep.json`` and ``speedup.png`` (``tftrace summary DIR`` shows it again).
+
+    Raises:
+        SweepError: a bad argument, a workload that cannot start, or a run that fails.
+        TimingError: a run that cannot be timed as asked (no steps, a marker that never ran).
+        SweepInterrupted: Ctrl-C; the finished runs' result is written and in ``.result``.
+
+    Example::
+
+        import tftrace
+
+        result = tftrace.sweep("train.py", ["--epochs", "1"], intra=[1, 2, 4], inter=[1])
+        print(result.recommended.label())  # e.g. "intra 2 · inter 1"
+        for line in result.recommendation:
+            print(line)
+        print(result.table[["intra", "inter", "median_s", "speedup"]])
+    """
+    plan = _plan(
+        as_target(target, args),
+        intra=intra,
+        inter=inter,
+        repeat=repeat,
+        measure=measure,
+        marker=marker,
+        warmup_steps=warmup_steps,
+        baseline=baseline,
+        record_each=record_each,
+        explain=explain,
+        output=output,
+        name=name,
+    )
+    return _Sweep(plan, progress or _quiet).run()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A sweep's checked arguments."""
+
+    options: SweepOptions
+    baseline: Setting
+    how: Measure
+    warmup_steps: int
+    explain: bool
+    asked: dict[str, Any]  # sweep.json's "options": the arguments as given
+
+
+def _plan(
+    target: Target,
+    *,
+    intra: Values,
+    inter: Values,
+    repeat: int,
+    measure: Measure | str,
+    marker: str | None,
+    warmup_steps: int,
+    baseline: str | tuple[int | None, int | None] | None,
+    record_each: bool,
+    explain: bool,
+    output: str | os.PathLike[str] | None,
+    name: str | None,
+) -> _Plan:
+    """Check every argument before anything runs or is created."""
+    if warmup_steps < 1:
+        raise SweepError("--warmup-steps must be >= 1 (the first step traces the function)")
+    if repeat < 1:
+        raise SweepError("--repeat must be >= 1")
+    try:
+        how = Measure(measure)
+    except ValueError:
+        kinds = ", ".join(m.value for m in Measure)
+        raise SweepError(f"--measure {measure!r}: give one of {kinds}") from None
+    if marker is not None and how in (Measure.SCRIPT, Measure.PROCESS):
+        raise SweepError(f"--marker cannot be used with --measure {how.value}")
+    try:
+        check_target(RecordOptions(target=target))
+    except RecordError as e:
+        raise SweepError(str(e)) from None
+    cpus = len(os.sched_getaffinity(0))
+    intra_text, inter_text = _as_text(intra), _as_text(inter)
+    settings = grid(
+        parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
+    )
+    path = Path(output) if output is not None else default_run_path(DEFAULT_SWEEPS_DIR, name)
+    if path.exists() and any(path.iterdir()):
+        raise SweepError(f"output directory is not empty: {path}")
+    options = SweepOptions(
+        target=target,
+        settings=tuple(settings),
+        repeat=repeat,
+        output=path,
+        record_each=record_each,
+        marker=marker,
+    )
+    asked = {
+        "intra": intra_text,
+        "inter": inter_text,
+        "repeat": repeat,
+        "measure": how.value,
+        "marker": marker,
+        "warmup_steps": warmup_steps,
+        "record": record_each,
+    }
+    return _Plan(options, _baseline(baseline, settings), how, warmup_steps, explain, asked)
+
+
+def _as_text(values: Values) -> str | None:
+    """Pool sizes as the command line writes them (and sweep.json keeps them)."""
+    if values is None or isinstance(values, str):
+        return values
+    return ",".join(str(v) for v in values)
+
+
+def _baseline(
+    wanted: str | tuple[int | None, int | None] | None, settings: list[Setting]
+) -> Setting:
+    if wanted is None:
+        return settings[0]
+    if isinstance(wanted, str):
+        text = wanted
+        try:
+            intra, inter = (None if v.strip() in ("", "-") else int(v) for v in text.split(","))
+        except ValueError:
+            raise SweepError("--baseline takes INTRA,INTER (e.g. 1,1; '-' = not set)") from None
+    else:
+        intra, inter = wanted
+        text = ",".join("-" if v is None else str(v) for v in wanted)
+    setting = Setting(intra, inter)
+    if setting not in settings:
+        raise SweepError(f"--baseline {text} is not one of the settings swept")
+    return setting
+
+
+def _quiet(_: SweepProgress) -> None:
+    pass
+
+
+class _Sweep:
+    """One sweep under way: its timed runs so far, and the progress told of them."""
+
+    def __init__(self, plan: _Plan, progress: Callable[[SweepProgress], None]) -> None:
+        self.plan = plan
+        self.options = plan.options
+        self.progress = progress
+        self.runs: list[TimedRun] = []
+        self.rows: list[dict[str, Any]] = []  # each run's timing, in the order of ``runs``
+        self.planned = len(self.options.settings) * self.options.repeat
+        self.total = self.planned
+        self.done = 0
+        self.text = ""
+
+    def run(self) -> SweepResult:
+        """Time, judge, explain, write; on Ctrl-C, write what finished."""
+        result: SweepResult | None = None
+        try:
+            self._time_all()
+            result = self._result()
+            self._explain(result, self._to_record(result))
+        except KeyboardInterrupt:
+            if result is None:
+                if not self.runs:
+                    raise SweepInterrupted(None) from None
+                result = self._result()
+                result.warnings.append(
+                    f"interrupted after {len(self.runs)} of {self.planned} timed runs"
+                )
+            else:
+                result.warnings.append("interrupted while recording runs to explain the result")
+            raise SweepInterrupted(self._write(result)) from None
+        return self._write(result)
+
+    def _starts(self, text: str) -> None:
+        self.text = text
+        self.progress(SweepProgress(self.text, self.done, self.total))
+
+    def _ended(self) -> None:
+        self.done += 1
+        self.progress(SweepProgress(self.text, self.done, self.total))
+
+    def _time_all(self) -> None:
+        for run in run_timed(self.options, self._starts):
+            how, warmup = self.plan.how, self.plan.warmup_steps
+            self.rows.append(time_run(run, how, self.options.marker, warmup))
+            self.runs.append(run)
+            self._ended()
+
+    def _result(self) -> SweepResult:
+        base = self.plan.baseline
+        if base not in {r.setting for r in self.runs}:  # interrupted before the baseline ran
+            base = self.runs[0].setting
+        cpus = usable_cpus(self.runs[0].manifest)
+        return build(self.rows, cpus, (base.intra, base.inter), self.options.target.argv())
+
+    def _to_record(self, result: SweepResult) -> list[Setting]:
+        """Every setting with ``record_each``, else the baseline and the recommended one."""
+        if self.options.record_each:
+            return list(self.options.settings)
+        if not self.plan.explain:
+            return []
+        t, v = result.table, result.verdict
+        rows = [int(t.index[t["is_baseline"]][0])]
+        if v.kind == "faster":
+            rows.append(v.recommended)
+        return [Setting(*setting_key(t.loc[i])) for i in dict.fromkeys(rows)]
+
+    def _explain(self, result: SweepResult, settings: list[Setting]) -> None:
+        self.total += len(settings)
+        for setting in settings:
+            # A recorded run that fails costs its explanation, not the timings already taken.
+            try:
+                ((_, path),) = run_recorded(self.options, [setting], self._starts)
+                result.recorded[(setting.intra, setting.inter)] = recorded_view(path)
+            except (SweepError, TraceError) as e:
+                result.warnings.append(f"the recorded run of {setting.label()} failed: {e}")
+            self._ended()
+
+    def _write(self, result: SweepResult) -> SweepResult:
+        """``sweep.json`` and ``speedup.png`` in the sweep directory; the result that knows
+        where they are."""
+        out = self.options.output
+        created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        result = replace(result, output=out, options=dict(self.plan.asked), created=created)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / SWEEP_FILE, document(result))
+        plot(result, out / PLOT_FILE)
+        return result

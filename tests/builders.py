@@ -1,0 +1,150 @@
+"""Hand-made ``Run`` tables for unit tests: short rows in, schema-valid DataFrames out.
+
+``hand_built_run`` is the one small run whose figures are worked out by hand (breakdown, pools,
+queue delay, plot data); ``make_run`` puts any tables and manifest facts together into a Run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.regions import pair_regions
+from tftrace.analysis.model.run import Origin, Run
+from tftrace.analysis.model.schema import EVENTS, PYTHON, SAMPLES, THREADS, empty, validate
+from tftrace.tracer.manifest_reader import Manifest
+
+MS = 1_000_000
+
+# (thread, name, kind, start ns, end ns, p, c): one trace event; an op's name is "Name:Type"
+EventRow = tuple[int, str, str, int, int, int | None, int | None]
+
+
+def threads_table(pools: Sequence[Pool], last_seen_ns: int) -> pd.DataFrame:
+    """Thread k has OS tid 100 + k and trace line k, in ``pools[k]``, seen from 0 on."""
+    n = len(pools)
+    df = pd.DataFrame(
+        {
+            "thread": np.arange(n, dtype=np.int32),
+            "tid": pd.array(range(100, 100 + n), dtype="Int64"),
+            "os_name": pd.Categorical(["python"] * n),
+            "line_id": pd.array(range(n), dtype="Int64"),
+            "line_name": pd.Categorical([f"line{i}" for i in range(n)]),
+            "tf_name": pd.Categorical([None] * n),
+            "python_name": pd.Categorical([None] * n),
+            "pool": pd.Categorical([p.value for p in pools], categories=[p.value for p in Pool]),
+            "evidence": pd.Series(["by hand"] * n, dtype=object),
+            "first_seen_ns": pd.array([0] * n, dtype="Int64"),
+            "last_seen_ns": pd.array([last_seen_ns] * n, dtype="Int64"),
+        }
+    )
+    return validate(df, THREADS)
+
+
+def events_table(rows: Iterable[EventRow]) -> pd.DataFrame:
+    """An events table, one ``EventRow`` per event; no flow types (pt, ct)."""
+    rows = list(rows)
+    n = len(rows)
+    op = [r[1].split(":") if r[2] == EventKind.OP.value else [None, None] for r in rows]
+    df = pd.DataFrame(
+        {
+            "thread": np.array([r[0] for r in rows], dtype=np.int32),
+            "name": pd.Categorical([r[1] for r in rows]),
+            "op_name": pd.Categorical([o[0] for o in op]),
+            "op_type": pd.Categorical([o[1] for o in op]),
+            "kind": pd.Categorical([r[2] for r in rows], categories=[k.value for k in EventKind]),
+            "start_ns": np.array([r[3] for r in rows], dtype=np.int64),
+            "end_ns": np.array([r[4] for r in rows], dtype=np.int64),
+            "p": pd.array([r[5] for r in rows], dtype="Int64"),
+            "c": pd.array([r[6] for r in rows], dtype="Int64"),
+            "pt": pd.array([None] * n, dtype="Int64"),
+            "ct": pd.array([None] * n, dtype="Int64"),
+        }
+    )
+    return validate(df, EVENTS)
+
+
+def cpu_samples_table(thread: int, tid: int, t_ns: np.ndarray, cpu_ns: np.ndarray) -> pd.DataFrame:
+    """One thread's OS samples: running ("R") at each ``t_ns`` with cumulative ``cpu_ns``."""
+    n = len(t_ns)
+    df = pd.DataFrame(
+        {
+            "thread": np.full(n, thread, dtype=np.int32),
+            "tid": np.full(n, tid, dtype=np.int64),
+            "t_ns": t_ns,
+            "state": pd.Categorical(["R"] * n),
+            "cpu_ns": cpu_ns,
+            "wait_ns": np.zeros(n, dtype=np.int64),
+            "utime": np.zeros(n, dtype=np.int64),
+            "stime": np.zeros(n, dtype=np.int64),
+            "slices": np.zeros(n, dtype=np.int64),
+            "cpu": np.zeros(n, dtype=np.int32),
+        }
+    )
+    return validate(df, SAMPLES)
+
+
+def make_run(
+    threads: pd.DataFrame | None = None,
+    events: pd.DataFrame | None = None,
+    *,
+    samples: pd.DataFrame | None = None,
+    manifest: Mapping[str, Any] | None = None,
+) -> Run:
+    """A Run of the given tables at origin 0: regions paired from the events, the other tables
+    empty, and ``manifest`` read as manifest.json would be (None: a bare trace's)."""
+    events = empty(EVENTS) if events is None else events
+    return Run(
+        Path("."),
+        None,
+        Manifest.from_json(manifest or {}),
+        Origin(0, 0),
+        empty(THREADS) if threads is None else threads,
+        events,
+        pair_regions(events),
+        empty(SAMPLES) if samples is None else samples,
+        empty(PYTHON),
+    )
+
+
+def hand_built_run() -> Run:
+    """0-10 ms: main thread in Python (on CPU); 10-20: eager dispatch; 20-60: an op on
+    tf_Compute, whose Eigen work (two closures) runs 30-50 on both workers, the second closure
+    queued from 30 to 40; 60-70: the main thread in Python again; 70-100: nothing.
+
+    Threads: 0 main, 1 tf_Compute, 2 and 3 Eigen workers; 2 CPUs, intra-op 2, inter-op 1."""
+    op, call = EventKind.OP.value, EventKind.CALL.value
+    rec, start, stop = (
+        EventKind.RECORD.value,
+        EventKind.REGION_START.value,
+        EventKind.REGION_STOP.value,
+    )
+    rows: list[EventRow] = [
+        (0, "EagerExecute", call, 10, 20, None, None),
+        (1, "MatMul:_MklMatMul", op, 20, 60, None, None),
+        (1, "ThreadpoolListener::Record", rec, 30, 30, 7, None),
+        (1, "ThreadpoolListener::Record", rec, 30, 30, 8, None),
+        (2, "ThreadpoolListener::StartRegion", start, 30, 30, None, 7),
+        (2, "ThreadpoolListener::StopRegion", stop, 50, 50, None, None),
+        (3, "ThreadpoolListener::StartRegion", start, 40, 40, None, 8),
+        (3, "ThreadpoolListener::StopRegion", stop, 50, 50, None, None),
+        (0, "tf.constant", EventKind.ANNOTATION.value, 99, 100, None, None),
+    ]
+    # The main thread's CPU counter, sampled every 10 ms: on a CPU during 0-10 and 60-70.
+    t = np.arange(0, 101, 10, dtype=np.int64) * MS
+    cpu = np.array([0, 10, 10, 10, 10, 10, 10, 20, 20, 20, 20], dtype=np.int64) * MS
+    return make_run(
+        threads_table([Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP, Pool.INTRA_OP], 100 * MS),
+        events_table((th, n, k, s * MS, e * MS, p, c) for th, n, k, s, e, p, c in rows),
+        samples=cpu_samples_table(0, 100, t, cpu),
+        manifest={
+            "host": {"cpu_affinity": [0, 1]},
+            "pools": {"intra_op": {"size": 2}, "inter_op": {"size": 1}},
+        },
+    )

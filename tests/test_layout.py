@@ -1,0 +1,116 @@
+"""The layout keeps saying what the code does: no import cycles, small modules, light imports."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# source folder -> the package it is installed as (pyproject's package-dir)
+PACKAGES = {
+    ROOT / "src" / "tftrace": "tftrace",
+    ROOT / "tracer": "tftrace.tracer",
+    ROOT / "analysis": "tftrace.analysis",
+}
+MAX_LINES = 420  # "no module much over 400 lines"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join((package, *parts))
+            if name == "tftrace.tracer" and folder.name == "tftrace":
+                continue
+            found[name] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules ``name`` imports, at module level or inside a function (a lazy
+    import is still a dependency); imports under ``if TYPE_CHECKING`` do not count."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.add(full if full in known else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return {m for m in out if m in known and m != name}
+
+
+def test_no_import_cycles():
+    found = modules()
+    graph = {name: imports_of(name, path, set(found)) for name, path in found.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt) :], nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                walk(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name)
+
+
+def test_the_graph_sees_imports():
+    # The checker itself: it finds a known edge, so an empty graph cannot pass for acyclic.
+    found = modules()
+    edges = imports_of(
+        "tftrace.analysis.xplane.decode", found["tftrace.analysis.xplane.decode"], set(found)
+    )
+    assert "tftrace.analysis.xplane.columns" in edges
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_modules_are_small(name: str):
+    lines = len(modules()[name].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{name}: {lines} lines"
+
+
+def test_analysis_packages_are_light_to_import():
+    # tracer/ code inside the workload may import analysis.model.vocabulary: the packages on
+    # the way there must not pull in pandas or numpy.
+    code = (
+        "import sys, tftrace.analysis, tftrace.analysis.model, tftrace.tracer.recording\n"
+        "heavy = [m for m in ('pandas', 'numpy', 'tensorflow') if m in sys.modules]\n"
+        "assert not heavy, heavy"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

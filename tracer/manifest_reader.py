@@ -1,0 +1,287 @@
+"""``manifest.json`` read back: typed, read-only, for every step after ``record``.
+
+``manifest.py`` writes the file; this module says what each field means. Every key may be
+missing (an older manifest, a run cut short, a bare trace with none at all): a missing or
+mistyped value reads as None, empty or False, so readers test a field and never chain
+``.get(...) or {}``. Values are kept as written (no conversion), so that what is shown from
+them reads as before, and ``Manifest.raw`` keeps the whole dict.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .options import Target
+
+MANIFEST_KIND = "tftrace-run"  # its "kind": what tells a run's manifest from other JSON
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _strings(value: Any) -> dict[str, str]:
+    return {k: v for k, v in _dict(value).items() if isinstance(v, str)}
+
+
+@dataclass(frozen=True)
+class ClockAnchor:
+    """The clocks read back to back (``environment.clock_anchor``), in ns."""
+
+    wall_ns: int
+    monotonic_ns: int
+    boottime_ns: int | None = None
+    uncertainty_ns: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClockAnchor | None:
+        """None unless both the wall and the monotonic reading are there."""
+        d = _dict(data)
+        wall, mono = _int(d.get("wall_ns")), _int(d.get("monotonic_ns"))
+        if wall is None or mono is None:
+            return None
+        return cls(wall, mono, _int(d.get("boottime_ns")), _int(d.get("uncertainty_ns")))
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The recorder's readings (``start`` is the run's time origin) and the workload's own."""
+
+    start: ClockAnchor | None = None
+    end: ClockAnchor | None = None
+    workload_start: ClockAnchor | None = None  # the workload process began
+    code_start: ClockAnchor | None = None  # the user's code began (``--delay`` counts from it)
+    code_end: ClockAnchor | None = None
+    workload_finished: ClockAnchor | None = None  # its report was written
+
+    @classmethod
+    def from_json(cls, data: Any) -> Clocks:
+        d, work = _dict(data), _dict(_dict(data).get("workload"))
+        return cls(
+            *(ClockAnchor.from_json(d.get(k)) for k in ("start", "end")),
+            *(
+                ClockAnchor.from_json(work.get(k))
+                for k in ("start_anchor", "code_start_anchor", "end_anchor", "finished_anchor")
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine and what this process was allowed of it (``environment.host_facts``)."""
+
+    hostname: str | None = None
+    platform: str | None = None
+    python: str | None = None
+    cpu_count: int | None = None  # the machine's
+    cpu_affinity: tuple[int, ...] = ()  # the CPUs the recorder (so the workload) may run on
+    cpu_quota: float | None = None  # a cgroup quota in CPUs, None when unlimited
+    clock_ticks_per_second: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Host:
+        d = _dict(data)
+        return cls(
+            _str(d.get("hostname")),
+            _str(d.get("platform")),
+            _str(d.get("python")),
+            _int(d.get("cpu_count")),
+            tuple(c for c in _list(d.get("cpu_affinity")) if _int(c) is not None),
+            _number(d.get("cpu_quota")),
+            _int(d.get("clock_ticks_per_second")),
+        )
+
+
+@dataclass(frozen=True)
+class PoolSetting:
+    """One pool's effective size and where it came from (``manifest.pools``)."""
+
+    size: int | None = None
+    source: str | None = None  # "config", "env" or "default (schedulable CPUs)"
+    configured: int = 0  # the workload's tf.config setting (0: left to TF)
+    env: str | None = None  # TF_NUM_*_THREADS as set
+    cpus: int | None = None  # the CPUs TF's default counts
+    config_known: bool = False  # whether the workload reported its config
+
+    @classmethod
+    def from_json(cls, data: Any) -> PoolSetting:
+        d = _dict(data)
+        return cls(
+            _int(d.get("size")),
+            _str(d.get("source")),
+            _int(d.get("configured")) or 0,
+            _str(d.get("env")),
+            _int(d.get("cpus")),
+            d.get("config_known") is True,
+        )
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What one recording source got (``sources.SourceStatus.to_json``)."""
+
+    state: str | None = None  # a sources.SourceState value
+    reason: str | None = None  # why it did not record
+    start_anchor: ClockAnchor | None = None  # the source's start (py-spy, TF profiler)
+    started_anchor: ClockAnchor | None = None  # TF profiler: once it said it had started
+    details: Mapping[str, Any] = field(default_factory=dict)  # its figures, as written
+
+    @classmethod
+    def from_json(cls, data: Any) -> SourceRecord:
+        d = _dict(data)
+        return cls(
+            _str(d.get("state")),
+            _str(d.get("reason")),
+            ClockAnchor.from_json(d.get("start_anchor")),
+            ClockAnchor.from_json(d.get("started_anchor")),
+            {k: v for k, v in d.items() if k not in ("state", "reason")},
+        )
+
+
+@dataclass(frozen=True)
+class SetterCall:
+    """One call of a tf.config.threading setter by the workload (``child/setter_calls.py``)."""
+
+    setter: str | None
+    value: Any
+    error: str | None  # set when TF refused it (called after the pools were created)
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any) -> SetterCall:
+        d = _dict(data)
+        return cls(_str(d.get("setter")), d.get("value"), _str(d.get("error")), d)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+@dataclass(frozen=True)
+class WorkloadException:
+    """The workload's own uncaught exception, as Python named it."""
+
+    type: str | None
+    message: str | None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How the workload ended: its exit status and its own report (``manifest.workload_section``)."""
+
+    returncode: int | None = None
+    exit_code: int | None = None
+    exception: WorkloadException | None = None  # the workload's own uncaught exception
+    interrupted: bool = False
+    setup_error: str | None = None
+    setter_calls: tuple[SetterCall, ...] = ()
+    configured_pools: Mapping[str, int] = field(default_factory=dict)
+    tensorflow_version: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Workload:
+        d = _dict(data)
+        exc = d.get("exception")
+        return cls(
+            _int(d.get("returncode")),
+            _int(d.get("exit_code")),
+            WorkloadException(_str(exc.get("type")), _str(exc.get("message")))
+            if isinstance(exc, dict)
+            else None,
+            d.get("interrupted") is True,
+            _str(d.get("setup_error")),
+            tuple(SetterCall.from_json(c) for c in _list(d.get("setter_calls"))),
+            {k: v for k, v in _dict(d.get("configured_pools")).items() if _int(v) is not None},
+            _str(d.get("tensorflow_version")),
+        )
+
+
+def _target(data: Any) -> Target | None:
+    d = _dict(data)
+    kind, value = _str(d.get("kind")), _str(d.get("value"))
+    if kind is None or value is None:
+        return None
+    return Target(kind, value, tuple(str(a) for a in _list(d.get("args"))))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A run's ``manifest.json``, read. ``Manifest.empty()`` stands for a bare trace (a
+    TensorBoard profile recorded without tftrace): every field empty, ``exists`` False."""
+
+    raw: Mapping[str, Any] = field(repr=False, compare=False)  # as read; to_json() copies it
+    status: str | None = None  # "complete", "failed", "crashed", "interrupted" or "running"
+    name: str | None = None
+    created: str | None = None
+    target: Target | None = None
+    workload_command: tuple[str, ...] = ()
+    host: Host = field(default_factory=Host)
+    versions: Mapping[str, str] = field(default_factory=dict)  # distributions, python, TF's
+    env: Mapping[str, str] = field(default_factory=dict)  # the variables that size pools
+    clock: Clocks = field(default_factory=Clocks)
+    pools: Mapping[str, PoolSetting] = field(default_factory=dict)  # "inter_op", "intra_op"
+    sources: Mapping[str, SourceRecord] = field(default_factory=dict)
+    workload: Workload = field(default_factory=Workload)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        return cls(
+            data,
+            _str(data.get("status")),
+            _str(data.get("name")),
+            _str(data.get("created")),
+            _target(data.get("target")),
+            tuple(str(a) for a in _list(data.get("workload_command"))),
+            Host.from_json(data.get("host")),
+            _strings(data.get("versions")),
+            _strings(data.get("env")),
+            Clocks.from_json(data.get("clock")),
+            {k: PoolSetting.from_json(v) for k, v in _dict(data.get("pools")).items()},
+            {k: SourceRecord.from_json(v) for k, v in _dict(data.get("sources")).items()},
+            Workload.from_json(data.get("workload")),
+        )
+
+    @classmethod
+    def empty(cls) -> Manifest:
+        return cls.from_json({})
+
+    @property
+    def exists(self) -> bool:
+        """False for the empty manifest of a bare trace."""
+        return bool(self.raw)
+
+    @property
+    def usable_cpus(self) -> int | None:
+        """The CPUs the process may use: its affinity, else the machine's count; None when
+        neither is known. TF sizes its pools by the affinity; a quota is ``host.cpu_quota``."""
+        return len(self.host.cpu_affinity) or self.host.cpu_count or None
+
+    def pool(self, name: str) -> PoolSetting:
+        """The setting of pool ``name``; size and source None when the manifest has none."""
+        return self.pools.get(name) or PoolSetting()
+
+    def source(self, name: str) -> SourceRecord:
+        """What source ``name`` got; state and reason None when the manifest does not say."""
+        return self.sources.get(name) or SourceRecord()
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as read, a copy that the caller may change."""
+        return copy.deepcopy(dict(self.raw))
