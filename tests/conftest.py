@@ -141,3 +141,13 @@ def http_get(url: str, timeout: float = 30) -> bytes:
         if response.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
         return bytes(body)
+
+
+def modules_loaded_by(*modules: str) -> set[str]:
+    """The top-level packages a fresh interpreter holds after importing ``modules``: what
+    importing them costs, e.g. whether pandas or TensorFlow came along."""
+    listing = "print(*sorted({m.split('.')[0] for m in sys.modules}))"
+    code = f"import sys, {', '.join(modules)}\n{listing}"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .options import Target
@@ -41,6 +41,26 @@ def _str(value: Any) -> str | None:
 
 def _strings(value: Any) -> dict[str, str]:
     return {k: v for k, v in _dict(value).items() if isinstance(v, str)}
+
+
+# How a field of each plain type is read (by its annotation, as written in the class).
+_READERS = {
+    "str | None": _str,
+    "int | None": _int,
+    "float | None": _number,
+    "int": lambda v: _int(v) or 0,
+    "bool": lambda v: v is True,
+}
+
+
+def _plain_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of dataclass ``cls`` with a plain type, read from ``data`` under their own
+    names; the others are the caller's to read."""
+    return {
+        f.name: _READERS[str(f.type)](data.get(f.name))
+        for f in fields(cls)
+        if str(f.type) in _READERS
+    }
 
 
 @dataclass(frozen=True)
@@ -100,15 +120,8 @@ class Host:
     @classmethod
     def from_json(cls, data: Any) -> Host:
         d = _dict(data)
-        return cls(
-            _str(d.get("hostname")),
-            _str(d.get("platform")),
-            _str(d.get("python")),
-            _int(d.get("cpu_count")),
-            tuple(c for c in _list(d.get("cpu_affinity")) if _int(c) is not None),
-            _number(d.get("cpu_quota")),
-            _int(d.get("clock_ticks_per_second")),
-        )
+        affinity = tuple(c for c in _list(d.get("cpu_affinity")) if _int(c) is not None)
+        return cls(**_plain_fields(cls, d), cpu_affinity=affinity)
 
 
 @dataclass(frozen=True)
@@ -124,15 +137,7 @@ class PoolSetting:
 
     @classmethod
     def from_json(cls, data: Any) -> PoolSetting:
-        d = _dict(data)
-        return cls(
-            _int(d.get("size")),
-            _str(d.get("source")),
-            _int(d.get("configured")) or 0,
-            _str(d.get("env")),
-            _int(d.get("cpus")),
-            d.get("config_known") is True,
-        )
+        return cls(**_plain_fields(cls, _dict(data)))
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,7 @@ class WorkloadException:
 
 @dataclass(frozen=True)
 class Workload:
-    """How the workload ended: its exit status and its own report (``manifest.workload_section``)."""
+    """How the workload ended: exit status and its own report (``manifest.workload_section``)."""
 
     returncode: int | None = None
     exit_code: int | None = None
@@ -201,16 +206,14 @@ class Workload:
         d = _dict(data)
         exc = d.get("exception")
         return cls(
-            _int(d.get("returncode")),
-            _int(d.get("exit_code")),
-            WorkloadException(_str(exc.get("type")), _str(exc.get("message")))
+            **_plain_fields(cls, d),
+            exception=WorkloadException(_str(exc.get("type")), _str(exc.get("message")))
             if isinstance(exc, dict)
             else None,
-            d.get("interrupted") is True,
-            _str(d.get("setup_error")),
-            tuple(SetterCall.from_json(c) for c in _list(d.get("setter_calls"))),
-            {k: v for k, v in _dict(d.get("configured_pools")).items() if _int(v) is not None},
-            _str(d.get("tensorflow_version")),
+            setter_calls=tuple(SetterCall.from_json(c) for c in _list(d.get("setter_calls"))),
+            configured_pools={
+                k: v for k, v in _dict(d.get("configured_pools")).items() if _int(v) is not None
+            },
         )
 
 

@@ -19,6 +19,7 @@ from tftrace.errors import TftraceError
 
 from . import manifest, rundir
 from .environment import clock_anchor
+from .manifest_reader import Manifest
 from .options import DEFAULT_RUNS_DIR, RecordOptions
 from .os_sampler import OsThreadSampler
 from .pyspy import PySpySource
@@ -47,7 +48,7 @@ class RecordResult:
 
     run: RunDir
     exit_code: int
-    manifest: dict[str, Any]
+    manifest: Manifest
 
 
 def check_target(options: RecordOptions) -> None:
@@ -172,7 +173,7 @@ def record(options: RecordOptions) -> RecordResult:
         shutil.rmtree(run.path, ignore_errors=True)
         raise RecordError(report["setup_error"])
     final = _finish_manifest(data, run, options, env, report, returncode, interrupts, statuses)
-    return RecordResult(run, _exit_code(returncode, interrupts), final)
+    return RecordResult(run, _exit_code(returncode, interrupts), Manifest.from_json(final))
 
 
 def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[str, Any]:

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tftrace.errors import TftraceError
 
 from . import rundir
 from .environment import POOL_ENV_VARS
+from .manifest_reader import Manifest
 from .options import RecordOptions, Target
 from .recorder import RecordError, RecordResult, record
 
@@ -130,7 +130,7 @@ class TimedRun:
     path: Path  # its run directory
     wall_s: float  # the process as its parent saw it, start-up included
     cpu_s: float | None  # the process's CPU time, by the kernel's accounting (its rusage)
-    manifest: dict[str, Any] = field(repr=False)
+    manifest: Manifest = field(repr=False)
     exit_code: int = 0  # a sweep keeps only the runs that exited 0
 
 

@@ -90,15 +90,8 @@ def render_page(
     """
     bodies = {
         "run": run_section(analysis),
-        "findings": findings_section(analysis.findings),
-        "pools": pools_section(analysis),
-        "breakdown": breakdown_section(analysis),
-        "queue-delay": queue_delay_section(analysis),
-        "cpu": cpu_section(analysis),
-        "ops": ops_section(analysis),
-        "steps": steps_section(analysis),
+        **_analysis_sections(analysis),
         "figures": figures_section(images, image_dir),
-        "missing": missing_section(analysis),
     }
     nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in SECTIONS)
     sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS)
@@ -120,23 +113,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CSS", "FIGURES", "SECTIONS", "analysis_fragment", "esc", "render_page"]
 
-FRAGMENT_SECTIONS = (
-    "findings",
-    "pools",
-    "breakdown",
-    "queue-delay",
-    "cpu",
-    "ops",
-    "steps",
-    "missing",
-)
 
-
-def analysis_fragment(analysis: Analysis) -> str:
-    """The report's tables without its page around them, for a notebook cell
-    (``Analysis._repr_html_``): findings first, then pools, breakdown, queue delay, CPU truth,
-    ops and steps; the styles are scoped to the fragment so they leave the notebook alone."""
-    bodies = {
+def _analysis_sections(analysis: Analysis) -> dict[str, str]:
+    """The sections drawn from the Analysis alone, by anchor: the page's and the fragment's."""
+    return {
         "findings": findings_section(analysis.findings),
         "pools": pools_section(analysis),
         "breakdown": breakdown_section(analysis),
@@ -146,8 +126,14 @@ def analysis_fragment(analysis: Analysis) -> str:
         "steps": steps_section(analysis),
         "missing": missing_section(analysis),
     }
-    titles = dict(SECTIONS)
-    sections = "".join(section(a, titles[a], bodies[a]) for a in FRAGMENT_SECTIONS)
+
+
+def analysis_fragment(analysis: Analysis) -> str:
+    """The report's tables without its page around them, for a notebook cell
+    (``Analysis._repr_html_``): findings first, then pools, breakdown, queue delay, CPU truth,
+    ops and steps; the styles are scoped to the fragment so they leave the notebook alone."""
+    bodies = _analysis_sections(analysis)
+    sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS if a in bodies)
     scoped = re.sub(r"(^|\})\s*([^{}@]+)\{", _scope, CSS)
     window_s = (analysis.window[1] - analysis.window[0]) / 1e9
     return (

@@ -82,9 +82,9 @@ class SweepResult:
         return recommendation(self)
 
 
-def usable_cpus(manifest: dict[str, Any]) -> int:
-    """``Manifest.usable_cpus`` of a run's manifest.json; 1 when it does not say."""
-    return Manifest.from_json(manifest).usable_cpus or 1
+def usable_cpus(manifest: Manifest) -> int:
+    """``Manifest.usable_cpus`` of a run; 1 when it does not say."""
+    return manifest.usable_cpus or 1
 
 
 def time_run(facts: TimedRun, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def time_run(facts: TimedRun, how: Measure, marker: str | None, warmup: int = 1)
     steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
     report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
     timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
-    manifest = Manifest.from_json(facts.manifest)
+    manifest = facts.manifest
     cpus = usable_cpus(facts.manifest)
     row: dict[str, Any] = {
         "intra": facts.setting.intra,
@@ -248,7 +248,7 @@ def load_sweep(path: Path) -> SweepResult:
                 run_path,
                 r["wall_s"],
                 r.get("process_cpu_s"),
-                manifest,
+                Manifest.from_json(manifest),
             )
         )
     if not facts:

@@ -70,16 +70,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.run_summary import render_record_footer
-    from tftrace.tracer.manifest_reader import Manifest
-    from tftrace.tracer.options import RecordOptions
-    from tftrace.tracer.recorder import record
+    from tftrace.tracer.recording import record
 
     if ns.delay < 0 or (ns.duration is not None and ns.duration <= 0):
         raise CliError("record: --delay must be >= 0 and --duration > 0")
     if ns.sample_hz <= 0 or ns.pyspy_rate <= 0:
         raise CliError("record: rates must be positive")
-    options = RecordOptions(
-        target=ns.target,
+    result = record(
+        ns.target,
         output=ns.output,
         name=ns.name,
         tf_profiler=not ns.no_tf_profiler,
@@ -93,6 +91,5 @@ def run(ns: argparse.Namespace) -> int:
         sampler=not ns.no_sampler,
         sample_hz=ns.sample_hz,
     )
-    result = record(options)
-    render_record_footer(result.run.path, Manifest.from_json(result.manifest))
+    render_record_footer(result.run.path, result.manifest)
     return result.exit_code
