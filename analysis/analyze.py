@@ -29,7 +29,7 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Analysis:
     """What tftrace measured in a run, and what it means: the result of ``tftrace.analyze``.
 
@@ -91,6 +91,14 @@ class Analysis:
             },
             "missing": self.run.missing,
         }
+
+    def __repr__(self) -> str:
+        worst = f", worst {self.findings[0].severity.value}" if self.findings else ""
+        width_s = (self.window[1] - self.window[0]) / 1e9
+        return (
+            f"<Analysis of {self.run.path}: {width_s:.3f} s window, "
+            f"{len(self.findings)} finding(s){worst}>"
+        )
 
     def __str__(self) -> str:
         from tftrace.analysis.render.terminal import render_text

@@ -13,7 +13,7 @@ the ``--trace`` directory and reused while a ``*.xplane.pb`` is there.
 Measured, each in a fresh interpreter so that peak memory belongs to that one method:
 
     parse (TF)       XSpace.ParseFromString with TF's own class (xplane_pb2)
-    parse (ours)     the same with tftrace's class (xplane_proto, no TF import)
+    parse (ours)     the same with tftrace's class (xplane/schema.py, no TF import)
     decode native    decode(data): C pass over the wire format, numpy columns
     decode reference decode(data, prefer_native=False): a Python loop over parsed messages
 

@@ -116,3 +116,15 @@ def test_record_of_a_missing_script_is_a_tftrace_error(tmp_path: Path):
 def test_all_lists_every_lazy_name():
     lazy = set(tftrace._LAZY)  # type: ignore[attr-defined]
     assert set(tftrace.__all__) == lazy | {"TftraceError", "__version__"}
+
+
+def test_reprs_are_one_line_summaries():
+    run = tftrace.load(SAMPLE)
+    analysis = tftrace.analyze(run)
+    assert repr(run).startswith(f"<Run {SAMPLE}: ") and "\n" not in repr(run)
+    assert f"{len(run.events)} events" in repr(run)
+    assert repr(analysis) == (
+        f"<Analysis of {SAMPLE}: {(analysis.window[1] - analysis.window[0]) / 1e9:.3f} s "
+        f"window, {len(analysis.findings)} finding(s), "
+        f"worst {analysis.findings[0].severity.value}>"
+    )

@@ -1,6 +1,6 @@
 """A run's DataFrames as files other tools read: one CSV or Parquet file per table.
 
-Why: the tables of ``analysis/run.py`` are the whole of what tftrace knows about a run,
+Why: the tables of ``analysis/model/run.py`` are the whole of what tftrace knows about a run,
 and a notebook, a database or a spreadsheet should not need tftrace (nor TensorFlow) to
 read them. Beside the tables goes ``schema.json``, the column contract of
 ``analysis/schema.py`` (name, dtype and meaning of every column, row counts), so a reader

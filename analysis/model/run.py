@@ -39,7 +39,7 @@ class Origin:
     monotonic_ns: int | None  # None for a bare trace: no OS-side data to place
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Run:
     """One recorded run as tables: what ``tftrace.load`` returns.
 
@@ -74,6 +74,13 @@ class Run:
     python: pd.DataFrame
     missing: list[str] = field(default_factory=list)  # what a partial run lacks, in words
     notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        lacks = f", missing {len(self.missing)}" if self.missing else ""
+        return (
+            f"<Run {self.path}: {len(self.threads)} threads, {len(self.events)} events, "
+            f"{len(self.regions)} regions, {len(self.samples)} OS samples{lacks}>"
+        )
 
 
 def _decode(xplane: Path) -> HostTrace:

@@ -1,4 +1,4 @@
-"""The report's figures, drawn from the plot-ready tables of ``plot_data.py``.
+"""The report's figures, drawn from the plot-ready tables of ``figure_data.py``.
 
 Drawing only: every number a figure shows is a column of those tables (tested there,
 without matplotlib). Import this module lazily: it loads matplotlib. Figures are made

@@ -3,7 +3,7 @@
 The trace formats open in a timeline viewer (one process per pool, one track per thread,
 busy slices, Record -> region flow arrows, concurrency counters); the table formats give
 the run's DataFrames to tools that do not have tftrace. Building is in
-``analysis/export_trace.py`` and ``analysis/export_tables.py``; this module only picks the
+``analysis/export/trace.py`` and ``analysis/export/tables.py``; this module only picks the
 output path and turns failures into one line.
 """
 
