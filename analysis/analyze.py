@@ -19,12 +19,14 @@ import pandas as pd
 
 from tftrace.analysis.findings import Finding, diagnose
 from tftrace.analysis.metrics.breakdown import breakdown
-from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurrencies, pools_frame
 from tftrace.analysis.metrics.cpu_time import pool_cpu
 from tftrace.analysis.metrics.ops import top_op_types
+from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTime, python_time
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.steps import Steps, find_steps
+from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
+from tftrace.analysis.metrics.window import STEADY, WindowArg, parse_window, resolve_window
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -36,7 +38,13 @@ class Analysis:
     Attributes (DataFrames have one row per pool, op type, category or step; the columns are
     defined in docs/analyses.md):
 
-    - ``run``: the ``Run`` analysed; ``window``: (start, end) ns of the analysed span.
+    - ``run``: the ``Run`` analysed; ``window``: (start, end) ns of the analysed span, by
+      default the steady state (the steps after the warm-up); ``window_basis``: what the
+      window is and why, in one line (``"steady: steps 2-50 of 50 (tf.function train_step),
+      after 1 warm-up step"``, ``"all: no steps found ..."``). Every figure below and every
+      finding covers this window.
+    - ``warmup``: the first step(s) on their own (span, what the main thread did: tracing,
+      instantiation, variable initialisation, ...); None without steps.
     - ``findings``: tuple of ``Finding``, most severe first; empty when nothing is wrong.
     - ``pools``: size, mean and peak concurrency, utilisation and share of the cores per pool;
       ``concurrency``: the same per ``Pool`` as objects, with ``.series(resolution_ns)`` (busy
@@ -45,7 +53,9 @@ class Analysis:
     - ``cpu``: the kernel's CPU time and run-queue wait per pool beside the traced busy time.
     - ``top_ops``: op types by time, with the intra-op parallelism each achieved.
     - ``breakdown``: the window's wall time in six categories adding up to 1.
-    - ``steps``: the training/inference steps found, with a per-step breakdown.
+    - ``steps``: the training/inference steps in the window, with a per-step breakdown.
+    - ``python_time``: the top Python functions per Python thread by self and total time
+      (py-spy), py-spy's error share, and whether Python time matters in the window.
 
     In Jupyter an Analysis shows itself as the report's tables; ``print(analysis)`` gives the
     terminal report; ``analysis.to_json()`` the figures as JSON values. Example::
@@ -65,6 +75,9 @@ class Analysis:
     steps: Steps
     concurrency: Mapping[Pool, PoolConcurrency] = dataclasses.field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
+    python_time: PythonTime | None = None
+    window_basis: str = "all: the whole trace"
+    warmup: Warmup | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -79,6 +92,14 @@ class Analysis:
             "findings": [f.to_json() for f in self.findings],
             "run": str(self.run.path),
             "window_ns": list(self.window),
+            "window": {
+                "start_ns": self.window[0],
+                "end_ns": self.window[1],
+                "seconds": (self.window[1] - self.window[0]) / 1e9,
+                "mode": self.window_basis.split()[0].rstrip(":"),  # steady, all, steps, times
+                "basis": self.window_basis,
+            },
+            "warmup": self.warmup.to_json() if self.warmup else None,
             "pools": records(self.pools),
             "queue_delay": records(self.queue_delay),
             "cpu": records(self.cpu),
@@ -89,6 +110,7 @@ class Analysis:
                 **self.steps.stats(),
                 "table": records(self.steps.table),
             },
+            "python_time": self.python_time.to_json() if self.python_time else None,
             "missing": self.run.missing,
         }
 
@@ -111,28 +133,38 @@ class Analysis:
         return analysis_fragment(self)
 
 
-def measure(run: Run) -> Analysis:
-    """The metrics of ``run`` over its whole trace window, without findings."""
-    window = trace_window(run)
-    concurrency = pool_concurrencies(run, window)
+def measure(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Analysis:
+    """The metrics of ``run`` over ``window`` (see ``analyze``), without findings."""
+    spec = parse_window(window, warmup_steps)
+    steps = find_steps(run)
+    span, basis = resolve_window(run, steps, spec)
+    concurrency = pool_concurrencies(run, span)
     return Analysis(
         run,
-        window,
+        span,
         pools_frame(concurrency),
-        queue_delay_stats(run),
-        pool_cpu(run, window),
-        top_op_types(run),
-        breakdown(run, window),
-        find_steps(run),
+        queue_delay_stats(run, span),
+        pool_cpu(run, span),
+        top_op_types(run, window=span),
+        breakdown(run, span),
+        steps.within(span),
         concurrency,
+        window_basis=basis,
+        warmup=measure_warmup(run, steps, spec.warmup_steps),
     )
 
 
-def analyze(run: Run) -> Analysis:
+def analyze(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Analysis:
     """Measure a loaded run and diagnose it: metrics and findings (most severe first).
 
     Args:
         run: a ``Run`` from ``tftrace.load(path)``.
+        window: the span analysed: ``"steady"`` (default: from the end of the warm-up to the
+            end of the last step, or the whole trace where no steps exist), ``"all"``, steps
+            ``"A:B"`` or ``(A, B)`` (numbered from 1), or ``"T0:T1"`` in seconds on the run's
+            axis (with a decimal point or ``s``: ``"1.5:3.0"``). A bad window raises
+            ``TftraceError`` naming the steps or times the run has.
+        warmup_steps: the steps of the warm-up (default 1: the call that traces).
 
     Returns:
         An ``Analysis``; see its attributes. Nothing is printed.
@@ -145,5 +177,18 @@ def analyze(run: Run) -> Analysis:
         for finding in analysis.findings:
             print(finding.message, "->", finding.action)
     """
-    metrics = measure(run)
-    return dataclasses.replace(metrics, findings=tuple(diagnose(run, metrics)))
+    metrics = measure(run, window, warmup_steps)
+    findings = tuple(diagnose(run, metrics))
+    return dataclasses.replace(
+        metrics, findings=findings, python_time=which_python(run, metrics, findings)
+    )
+
+
+def which_python(run: Run, metrics: Analysis, findings: tuple[Finding, ...]) -> PythonTime:
+    """The top Python functions over the analysed window; they matter when the breakdown's
+    python share reaches ``PYTHON_MATTERS_SHARE`` or the python-bound finding fired."""
+    shares = metrics.breakdown.set_index("category")["share"]
+    matters = float(shares.get("python / host", 0.0)) >= PYTHON_MATTERS_SHARE or any(
+        f.id == "python-bound" for f in findings
+    )
+    return python_time(run, metrics.window, matters=matters)

@@ -18,6 +18,7 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.regions import pair_regions
 from tftrace.analysis.model.run import Origin, Run
 from tftrace.analysis.model.schema import EVENTS, PYTHON, SAMPLES, THREADS, empty, validate
+from tftrace.analysis.model.vocabulary import op_type_of_kernel
 from tftrace.tracer.manifest_reader import Manifest
 
 MS = 1_000_000
@@ -57,7 +58,8 @@ def events_table(rows: Iterable[EventRow]) -> pd.DataFrame:
             "thread": np.array([r[0] for r in rows], dtype=np.int32),
             "name": pd.Categorical([r[1] for r in rows]),
             "op_name": pd.Categorical([o[0] for o in op]),
-            "op_type": pd.Categorical([o[1] for o in op]),
+            "op_type": pd.Categorical([o[1] and op_type_of_kernel(o[1]) for o in op]),
+            "op_kernel": pd.Categorical([o[1] for o in op]),
             "kind": pd.Categorical([r[2] for r in rows], categories=[k.value for k in EventKind]),
             "start_ns": np.array([r[3] for r in rows], dtype=np.int64),
             "end_ns": np.array([r[4] for r in rows], dtype=np.int64),
@@ -90,11 +92,29 @@ def cpu_samples_table(thread: int, tid: int, t_ns: np.ndarray, cpu_ns: np.ndarra
     return validate(df, SAMPLES)
 
 
+def python_table(rows: Iterable[tuple[int, int, int, str]]) -> pd.DataFrame:
+    """py-spy's intervals, one ``(thread, start ns, end ns, stack)`` per row; the stack is
+    ``;``-separated ``"function (file:line)"`` frames, outermost first; tid = 100 + thread."""
+    rows = list(rows)
+    df = pd.DataFrame(
+        {
+            "thread": np.array([r[0] for r in rows], dtype=np.int32),
+            "tid": np.array([100 + r[0] for r in rows], dtype=np.int64),
+            "start_ns": np.array([r[1] for r in rows], dtype=np.int64),
+            "end_ns": np.array([r[2] for r in rows], dtype=np.int64),
+            "stack": pd.Categorical([r[3] for r in rows]),
+            "leaf": pd.Categorical([r[3].split(";")[-1] for r in rows]),
+        }
+    )
+    return validate(df, PYTHON)
+
+
 def make_run(
     threads: pd.DataFrame | None = None,
     events: pd.DataFrame | None = None,
     *,
     samples: pd.DataFrame | None = None,
+    python: pd.DataFrame | None = None,
     manifest: Mapping[str, Any] | None = None,
 ) -> Run:
     """A Run of the given tables at origin 0: regions paired from the events, the other tables
@@ -109,7 +129,7 @@ def make_run(
         events,
         pair_regions(events),
         empty(SAMPLES) if samples is None else samples,
-        empty(PYTHON),
+        empty(PYTHON) if python is None else python,
     )
 
 

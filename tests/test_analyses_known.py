@@ -15,6 +15,7 @@ from tftrace.analysis.metrics.queue_delay import queue_delays
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
+from tftrace.analysis.model.vocabulary import ONEDNN_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -23,13 +24,24 @@ def recorded(record, workload: str, intra: int, inter: int) -> Run:
     env = quiet_env(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
     done = record(WORKLOADS / workload, env=env, options=("--no-pyspy",))
     assert done.returncode == 0, done.stderr
-    return load(done.run)
+    run = load(done.run)
+    forced = env.get(ONEDNN_ENV)  # TF_ENABLE_ONEDNN_OPTS=0/1 on pytest's command line
+    onednn = run.manifest.workload.onednn
+    assert onednn is not None and onednn.env == forced
+    if forced in ("0", "1"):
+        assert onednn.enabled is (forced == "1")  # it reached the workload, and TF obeyed
+    return run
 
 
-def op_window(run: Run, name_part: str, measured: int) -> tuple[int, int]:
+def op_window(
+    run: Run, name_part: str, measured: int, op_type: str | None = None
+) -> tuple[int, int]:
     """From the first to the last of the ``measured`` last events whose name holds
-    ``name_part``: the measured ops, after the warm-up (whose first call may be slow)."""
+    ``name_part`` (and of ``op_type``, the same with oneDNN on and off): the measured ops,
+    after the warm-up (whose first call may be slow)."""
     ev = run.events
+    if op_type is not None:
+        ev = ev[ev["op_type"] == op_type]
     ops = ev[ev["name"].astype(str).str.contains(name_part, regex=False)]
     ops = ops.sort_values("start_ns").tail(measured)
     return int(ops["start_ns"].min()), int(ops["end_ns"].max())
@@ -77,13 +89,13 @@ def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
 @pytest.mark.parametrize("inter", [1, 2])
 def test_independent_branches_inter_op_concurrency(record, inter: int):
     run = recorded(record, "two_big_branches.py", intra=1, inter=inter)
-    window = op_window(run, ":_MklMatMul", measured=6)  # two per measured call
+    window = op_window(run, ":", measured=6, op_type="MatMul")  # two per measured call
     compute = pool_concurrency(run, Pool.INTER_OP, window)
     if inter == 2:
         # During each call (its first product's start to its last product's end; the gaps
         # between calls are the main thread dispatching), both branches run side by side.
         ev = run.events
-        products = ev[ev["name"].astype(str).str.contains(":_MklMatMul", regex=False)]
+        products = ev[ev["op_type"] == "MatMul"]  # _MklMatMul with oneDNN on
         products = products.sort_values("start_ns").tail(6)
         calls = pd.DataFrame(
             {
@@ -139,7 +151,7 @@ def test_py_function_time_is_python_whatever_the_settings(record, intra: int, in
 def test_steps_of_a_tf_function_loop(record):
     run = recorded(record, "two_big_branches.py", intra=1, inter=2)
     steps = find_steps(run)
-    assert steps.source == "annotation branches"  # the tf.function's own trace event
+    assert steps.source == "tf.function branches"  # TF's annotation of each call
     assert steps.stats()["steps"] == 4  # the tracing call and three measured calls
     measured = steps.table.iloc[1:]
     assert (measured["op, intra idle"] > 0.8).all()  # the products, on inter-op threads

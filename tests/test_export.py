@@ -23,6 +23,7 @@ import pytest
 
 from conftest import SAMPLE_RUN, SAMPLE_RUNS, SAMPLE_TRACES, quiet_env
 from perfetto_ui import PerfettoUI, chromium, web_dist
+from tftrace.analysis.export.python_stacks import STACK_TID_BASE, STACK_TRACK_SUFFIX
 from tftrace.analysis.export.tables import SCHEMA_FILE, read_tables, write_tables
 from tftrace.analysis.export.trace import (
     COUNTER_NAME,
@@ -32,6 +33,7 @@ from tftrace.analysis.export.trace import (
     counter_changes,
     microseconds,
 )
+from tftrace.analysis.export.window_marks import WINDOW_TRACK
 from tftrace.analysis.metrics.busy import PYTHON_POOLS
 from tftrace.analysis.metrics.concurrency import pool_concurrency
 from tftrace.analysis.metrics.intervals import StepFunction
@@ -75,7 +77,8 @@ def counter_peaks(checked: Checked) -> dict[int, float]:
 
 
 def pool_of_pid(checked: Checked) -> dict[int, Pool]:
-    return {pid: Pool(name) for pid, name in checked.process_names.items()}
+    """Each pool's process; the window marks' own process is not a pool."""
+    return {pid: Pool(name) for pid, name in checked.process_names.items() if name != WINDOW_TRACK}
 
 
 # (1) the format ---------------------------------------------------------------------------
@@ -196,7 +199,10 @@ def test_tracks_name_pool_tid_and_thread(sample):
     threads = run.threads.set_index("thread")
     for (pid, tid), name in checked.thread_names.items():
         pool = checked.process_names[pid]
-        if tid >= SYNTHETIC_TID_BASE:  # no OS tid, or one two threads share
+        if tid >= STACK_TID_BASE:  # a Python thread's py-spy stacks, beside its own track
+            row = threads.loc[tid - STACK_TID_BASE]
+            assert STACK_TRACK_SUFFIX in name
+        elif tid >= SYNTHETIC_TID_BASE:  # no OS tid, or one two threads share
             row = threads.loc[tid - SYNTHETIC_TID_BASE]
         else:
             row = threads[threads["tid"] == tid].iloc[0]

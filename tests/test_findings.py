@@ -95,6 +95,33 @@ def test_python_ops_are_python_bound_not_too_small_to_split(findings):
     assert "ops-too-small-to-split" not in findings["py-function-intra2"]
 
 
+def test_pasted_classic_experiment_recorded_as_written(tmp_path: Path):
+    """The blog script's setter, called after ops ran, raises inside the script: the recording
+    keeps its exit code, its traceback as python shows it, and the trace; the findings say
+    first that its time is Python and that the setter came too late."""
+    run_dir = tmp_path / "run"
+    script = WORKLOADS / "classic_threads_experiment.py"
+    proc = subprocess.run(
+        tftrace_command("record", "--no-pyspy", "-o", run_dir, script),
+        env=quiet_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "as it comes:" in proc.stdout and "intra_op_parallelism_threads=" not in proc.stdout
+    traceback = proc.stderr.split("Traceback (most recent call last):")[1]
+    assert "classic_threads_experiment.py" in traceback
+    assert "RuntimeError: Intra op parallelism cannot be modified" in traceback
+    assert "runpy" not in traceback and "setter_calls.py" not in traceback  # tftrace's frames
+    run = load(run_dir)
+    assert run.manifest.workload.exit_code == 1
+    (call,) = run.manifest.workload.setter_calls
+    assert (call.setter, call.value) == ("set_intra_op_parallelism_threads", 1) and call.error
+    found = [f.id for f in diagnose(run, analyze(run))]
+    assert set(found[:2]) == {"python-bound", "threading-set-too-late"}, found
+
+
 def test_findings_are_ordered_by_severity():
     run = load(SAMPLE_RUN)
     found = diagnose(run, analyze(run))
@@ -103,7 +130,7 @@ def test_findings_are_ordered_by_severity():
     assert all(f.action and f.message and f.evidence for f in found)
 
 
-def _with_cpu(analysis, cpu_s: float, busy_s: float):
+def _with_cpu(analysis, cpu_s: float, outside_s: float, busy_s: float = 0.5):
     cpu = pd.DataFrame(
         [
             {
@@ -113,6 +140,7 @@ def _with_cpu(analysis, cpu_s: float, busy_s: float):
                 "busy_s": busy_s,
                 "cpu_per_busy": cpu_s / busy_s,
                 "wait_s": 0.0,
+                "outside_s": outside_s,
             }
         ]
     )
@@ -120,13 +148,17 @@ def _with_cpu(analysis, cpu_s: float, busy_s: float):
 
 
 def test_eigen_spin_rule_on_kernel_figures():
-    """The spin rule's thresholds, on CPU figures set by hand."""
+    """The spin rule's thresholds, on CPU figures set by hand: spin is CPU outside every
+    closure, whatever the workers' CPU over their busy time (which run-queue wait lowers)."""
     run = load(SAMPLE_RUN)
     analysis = analyze(run)
-    (spin,) = eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, busy_s=0.5))
-    assert spin.id == "eigen-spin" and spin.evidence == {"cpu_s": 1.0, "busy_s": 0.5}
-    assert eigen_spin(run, _with_cpu(analysis, cpu_s=0.55, busy_s=0.5)) == []  # within 1.3x
-    assert eigen_spin(run, _with_cpu(analysis, cpu_s=0.04, busy_s=0.01)) == []  # under 50 ms
+    (spin,) = eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, outside_s=0.2, busy_s=2.0))
+    assert spin.id == "eigen-spin"
+    assert spin.evidence == {"spin_s": 0.2, "cpu_s": 1.0, "spin_share": 0.2, "busy_s": 2.0}
+    assert "0.20 s of CPU (20% of their 1.00 s)" in spin.message
+    assert eigen_spin(run, _with_cpu(analysis, cpu_s=2.0, outside_s=0.07)) == []  # 3.5 % < 4 %
+    assert eigen_spin(run, _with_cpu(analysis, cpu_s=0.1, outside_s=0.04)) == []  # under 50 ms
+    assert eigen_spin(run, _with_cpu(analysis, cpu_s=1.0, outside_s=float("nan"))) == []
 
 
 def test_default_sizes_above_a_cgroup_quota():

@@ -28,6 +28,7 @@ def test_workload_exception_is_recorded_and_trace_kept(record):
     assert "ValueError: workload failed on purpose" in done.stderr
     # Python's traceback, without the recorder's own frames.
     assert "raises.py" in done.stderr and "bootstrap.py" not in done.stderr
+    assert "runpy" not in done.stderr  # "<frozen runpy>" since Python 3.11
     m = done.manifest()
     assert m["status"] == "complete"
     assert m["workload"]["exception"]["type"] == "ValueError"

@@ -9,6 +9,7 @@ import pytest
 from builders import events_table
 from tftrace.analysis.model.event_kinds import EventKind, classify, kind_of, split_op
 from tftrace.analysis.model.regions import pair_regions
+from tftrace.analysis.model.vocabulary import is_onednn_kernel, op_type_of_kernel
 
 START, STOP, RECORD = (
     EventKind.REGION_START.value,
@@ -112,7 +113,72 @@ def test_split_op():
 def test_classify_vectorised_matches_scalar():
     names = pd.Categorical(["MatMul:_MklMatMul", "step", "step", "ParallelFor"])
     python = np.array([False, True, False, True])
-    kind, op_name, op_type = classify(names, python)
+    kind, op_name, op_type, op_kernel = classify(names, python)
     assert list(kind) == ["op", "annotation", "other", "other"]
     assert list(pd.Series(op_name).astype(object).fillna("-")) == ["MatMul", "-", "-", "-"]
-    assert list(pd.Series(op_type).astype(object).fillna("-")) == ["_MklMatMul", "-", "-", "-"]
+    assert list(pd.Series(op_type).astype(object).fillna("-")) == ["MatMul", "-", "-", "-"]
+    assert list(pd.Series(op_kernel).astype(object).fillna("-")) == ["_MklMatMul", "-", "-", "-"]
+
+
+def test_classify_merges_kernels_of_one_op():
+    """oneDNN on in one function and off in another (or two traces joined): one op type."""
+    names = pd.Categorical(["a:_MklMatMul", "b:MatMul", "c:_MklNativeConv2D", "x"])
+    _, _, op_type, op_kernel = classify(names, np.zeros(4, dtype=bool))
+    assert list(pd.Series(op_type).astype(object).fillna("-")) == [
+        "MatMul",
+        "MatMul",
+        "Conv2D",
+        "-",
+    ]
+    assert list(op_type.categories) == ["Conv2D", "MatMul"]
+    assert list(pd.Series(op_kernel).astype(object).fillna("-")) == [
+        "_MklMatMul",
+        "MatMul",
+        "_MklNativeConv2D",
+        "-",
+    ]
+
+
+# Kernel names as TF's graph rewrite (mkl_layout_pass.cc, mkl_graph_util.h) and its remapper
+# name them with oneDNN on, beside the op type the same op has with oneDNN off.
+ONEDNN_KERNELS = [
+    ("_MklMatMul", "MatMul"),
+    ("_MklBatchMatMulV2", "BatchMatMulV2"),
+    ("_MklEinsum", "Einsum"),
+    ("_MklTranspose", "Transpose"),
+    ("_MklSoftmax", "Softmax"),
+    ("_MklNativeConv2D", "Conv2D"),
+    ("_MklNativeConv3D", "Conv3D"),
+    ("_MklNativeConv2DBackpropFilter", "Conv2DBackpropFilter"),
+    ("_MklNativeConv2DBackpropInput", "Conv2DBackpropInput"),
+    ("_MklNativeDepthwiseConv2dNative", "DepthwiseConv2dNative"),
+    ("_MklNativeAvgPool", "AvgPool"),
+    ("_MklNativeMaxPoolGrad", "MaxPoolGrad"),
+    ("_MklNativeFusedBatchNormV3", "FusedBatchNormV3"),
+    ("_MklNativeFusedBatchNormGradV3", "FusedBatchNormGradV3"),
+    ("_MklFusedBatchNormV3", "FusedBatchNormV3"),
+    ("_MklNativeFusedBatchNormEx", "_FusedBatchNormEx"),
+    ("_MklFusedMatMul", "_FusedMatMul"),
+    ("_MklNativeFusedConv2D", "_FusedConv2D"),
+    ("_MklFusedConv2D", "_FusedConv2D"),
+    ("_MklNativeFusedDepthwiseConv2dNative", "_FusedDepthwiseConv2dNative"),
+    ("_MklEagerConv2D", "Conv2D"),
+    ("_MklQuantizedConv2DWithBiasAndRelu", "QuantizedConv2DWithBiasAndRelu"),
+    ("_MklLayerNorm", "LayerNorm"),
+    ("_MklToTf", "_MklToTf"),  # a layout conversion: no stock op
+    # oneDNN off, or ops oneDNN does not rewrite: unchanged.
+    ("MatMul", "MatMul"),
+    ("_FusedMatMul", "_FusedMatMul"),
+    ("FusedBatchNormV3", "FusedBatchNormV3"),
+    ("AddV2", "AddV2"),
+    ("_Send", "_Send"),
+    ("EagerPyFunc", "EagerPyFunc"),
+    ("__inference_train_step_123", "__inference_train_step_123"),
+    ("_Mkl", "_Mkl"),
+]
+
+
+@pytest.mark.parametrize(("kernel", "op_type"), ONEDNN_KERNELS)
+def test_op_type_of_kernel(kernel: str, op_type: str):
+    assert op_type_of_kernel(kernel) == op_type
+    assert is_onednn_kernel(kernel) == (kernel != op_type or kernel.startswith("_Mkl"))

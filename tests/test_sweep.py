@@ -121,6 +121,24 @@ def test_python_bound_workload_shows_no_significant_difference(tmp_path: Path):
 
 
 def test_script_that_sets_its_own_pool_sizes(tmp_path: Path):
+    # By default the sweep owns the pools: the script's calls are recorded, not applied.
+    data = sweep(
+        tmp_path / "d",
+        "--intra",
+        "2",
+        "--repeat",
+        "1",
+        "--no-explain",
+        WORKLOADS / "own_settings.py",
+    )
+    (run,) = data["runs"]
+    assert (run["intra_effective"], run["inter_effective"]) == (2, data["cpus"])
+    manifest = json.loads((tmp_path / "d" / run["path"] / "manifest.json").read_text())
+    assert [c["applied"] for c in manifest["workload"]["setter_calls"]] == [False, False]
+    assert data["warnings"] == [
+        "the script calls set_intra_op_parallelism_threads(3), set_inter_op_parallelism_threads(1)"
+        " itself: ignored, the sweep sets the pools; use --keep-script-settings to apply them"
+    ]
     data = sweep(
         tmp_path / "s",
         "--intra",
@@ -128,12 +146,14 @@ def test_script_that_sets_its_own_pool_sizes(tmp_path: Path):
         "--repeat",
         "1",
         "--no-explain",
+        "--keep-script-settings",
         WORKLOADS / "own_settings.py",
     )
     assert {r["intra_effective"] for r in data["runs"]} == {3}
     warnings = " ".join(data["warnings"])
     assert "set_intra_op_parallelism_threads(3) itself, which overrides" in warnings
     assert "compared one setting with itself" in warnings
+    assert "--keep-script-settings" not in warnings
 
 
 def test_script_whose_setter_comes_too_late(tmp_path: Path):
@@ -144,10 +164,37 @@ def test_script_whose_setter_comes_too_late(tmp_path: Path):
         "--repeat",
         "1",
         "--no-explain",
+        "--keep-script-settings",
         WORKLOADS / "late_setter.py",
     )
     assert [r["intra_effective"] for r in data["runs"]] == [2]  # the sweep's setting held
     assert any("after TensorFlow started" in w and "ignored" in w for w in data["warnings"])
+
+
+def test_pasted_classic_experiment_runs_under_each_setting(tmp_path: Path):
+    """The blog script calls set_intra_op_parallelism_threads(n) after ops ran, which raises
+    in TF2. The sweep records those calls without applying them, so every run finishes under
+    the setting swept, and the baseline's recording says why none helps: Python, under the GIL."""
+    data = sweep(
+        tmp_path / "s",
+        "--intra",
+        "1,2",
+        "--repeat",
+        "2",
+        WORKLOADS / "classic_threads_experiment.py",
+    )
+    # 25 calls of 'graph' (1 that traces, 8 as it comes, 8 per n in 1, 2): 24 steady steps.
+    assert [(r["intra"], r["intra_effective"], r["steps"]) for r in data["runs"]] == [
+        (1, 1, 24),
+        (2, 2, 24),
+    ] * 2
+    assert data["warnings"] == [
+        "the script calls set_intra_op_parallelism_threads(1), set_intra_op_parallelism_threads(2)"
+        " itself: ignored, the sweep sets the pools; use --keep-script-settings to apply them"
+    ]
+    assert setting(data, 1)["main_finding"] == "python-bound"
+    (why,) = [line for line in data["verdict"]["text"] if line.startswith("Why:")]
+    assert "of the time is Python" in why and "under the GIL" in why, why
 
 
 def test_auto_ladder_and_settings_beyond_the_cpus(tmp_path: Path):

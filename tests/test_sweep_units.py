@@ -237,3 +237,42 @@ def test_the_library_call_checks_its_arguments_before_anything_runs(tmp_path):
     assert as_target(Target("module", "pkg", ("a",)), ["b"]) == Target("module", "pkg", ("a", "b"))
     with pytest.raises(TypeError):
         as_target(script, "--size 2")
+
+
+def _setter_runs(calls: list[dict], effective: tuple[int, int]) -> pd.DataFrame:
+    """Two runs at intra 1 and 2 (inter left to TF) whose script made ``calls``."""
+    rows = [
+        {
+            "intra": intra,
+            "inter": None,
+            "intra_effective": intra if effective[0] is None else effective[0],
+            "inter_effective": effective[1],
+            "intra_calls": [c for c in calls if c["setter"].startswith("set_intra")],
+            "inter_calls": [c for c in calls if c["setter"].startswith("set_inter")],
+        }
+        for intra in (1, 2)
+    ]
+    return pd.DataFrame(rows).astype({"intra": "Int64", "inter": "Int64"})
+
+
+def test_script_setter_calls_the_sweep_did_not_apply_are_warned_about_once():
+    from tftrace.analysis.sweep.result import override_warnings
+
+    def call(setter: str, value: int, **more) -> dict:
+        return {"setter": f"set_{setter}_op_parallelism_threads", "value": value, **more}
+
+    ignored = [call("intra", 1, applied=False, error=None), call("intra", 2, applied=False)]
+    ignored.append(call("inter", 1, applied=False, error=None))
+    assert override_warnings(_setter_runs(ignored, (None, 2)), cpus=2) == [
+        "the script calls set_intra_op_parallelism_threads(1), "
+        "set_intra_op_parallelism_threads(2), set_inter_op_parallelism_threads(1) itself: "
+        "ignored, the sweep sets the pools; use --keep-script-settings to apply them"
+    ]
+    # Applied (--keep-script-settings, or a sweep written before the option): as before.
+    late = [call("intra", 1, applied=True, error="RuntimeError: cannot be modified")]
+    (warning,) = override_warnings(_setter_runs(late, (None, 2)), cpus=2)
+    assert warning.startswith("the script calls set_intra_op_parallelism_threads(1) after")
+    own = [call("intra", 3, error=None)]
+    warnings = override_warnings(_setter_runs(own, (3, 2)), cpus=2)
+    assert "set_intra_op_parallelism_threads(3) itself, which overrides" in warnings[0]
+    assert "ignored, the sweep sets the pools" not in " ".join(warnings)

@@ -177,3 +177,61 @@ def test_cpu_quota_reads_the_tightest_of_v1_and_v2_hierarchies(tmp_path):
     proc.write_text("0::/\n")
     assert cpu_quota(proc, root) is None
     assert cpu_quota(tmp_path / "absent", root) is None
+
+
+def _manifest_with_onednn(onednn: object) -> Manifest:
+    return Manifest.from_json({"kind": "tftrace-run", "workload": {"onednn": onednn}})
+
+
+@pytest.mark.parametrize(
+    ("onednn", "kernels", "text"),
+    [
+        ({"enabled": True, "env": None}, None, "on (TensorFlow's answer; "),
+        ({"enabled": False, "env": "0"}, ["_MklMatMul"], "off (TensorFlow's answer; "),
+        (None, None, "unknown (not in the manifest; tftrace report infers it from op names)"),
+        (None, ["AddV2", "_MklMatMul"], "on (inferred from op names: _MklMatMul)"),
+        (None, ["MatMul", "AddV2"], "off (inferred from op names: MatMul ran as TF's own"),
+        (None, ["AddV2"], "unknown (no op in the trace that oneDNN would have replaced)"),
+        (
+            {"enabled": None, "reason": "the workload did not import tensorflow"},
+            None,
+            "unknown (the",
+        ),
+    ],
+)
+def test_onednn_text(onednn, kernels, text):
+    from tftrace.analysis.model.onednn import onednn_text
+
+    assert onednn_text(_manifest_with_onednn(onednn), kernels).startswith(text)
+
+
+def test_onednn_read_from_the_manifest():
+    read = _manifest_with_onednn({"enabled": False, "env": "0"}).workload.onednn
+    assert read is not None and read.enabled is False and read.env == "0"
+    assert _manifest_with_onednn("yes").workload.onednn is None  # mistyped: not recorded
+    assert Manifest.empty().workload.onednn is None
+
+
+def test_cpu_outside_busy_counts_each_sample_interval():
+    """Interval 0-10: 4 ns CPU, busy 10 (waiting for a core): adds 0, does not cancel the
+    spin of 10-20 (8 ns CPU, busy 2) -> 6; the plain difference would say 12 - 12 = 0."""
+    import numpy as np
+
+    from tftrace.analysis.metrics.cpu_time import _outside_busy
+    from tftrace.analysis.metrics.intervals import concurrency
+
+    busy = concurrency([np.array([0, 10])], [np.array([10, 12])], 0, 20)
+    t, cpu = np.array([0, 10, 20]), np.array([100, 104, 112])
+    assert _outside_busy(t, cpu, busy, 0, 20) == 6
+    assert _outside_busy(t, cpu, busy, 10, 20) == 6
+    assert np.isnan(_outside_busy(np.zeros(0), np.zeros(0), busy, 0, 20))
+
+
+def test_summary_says_whether_onednn_was_on():
+    from pathlib import Path
+
+    from tftrace.analysis.render.run_summary import RunSummary, summary_lines
+
+    manifest = _manifest_with_onednn({"enabled": False, "env": "0"})
+    lines = summary_lines(RunSummary(Path("run"), manifest, {}, None))
+    assert "oneDNN     off (TensorFlow's answer; TF_ENABLE_ONEDNN_OPTS=0)" in lines

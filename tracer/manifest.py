@@ -131,6 +131,7 @@ def workload_section(report: dict[str, Any] | None, returncode: int | None) -> d
         "configured_pools",
         "tensorflow_version",
         "cpu_affinity",
+        "onednn",
     ):
         section[key] = report.get(key)
     return section

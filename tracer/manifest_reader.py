@@ -189,6 +189,28 @@ class WorkloadException:
 
 
 @dataclass(frozen=True)
+class OneDnn:
+    """Whether TF ran its oneDNN kernels (``_MklMatMul`` for ``MatMul``), as the workload's TF
+    said at its end (``child/bootstrap._onednn``)."""
+
+    enabled: bool | None = None  # TF's IsMklEnabled(); None when TF was not asked
+    env: str | None = None  # TF_ENABLE_ONEDNN_OPTS as the workload had it (None: unset)
+    reason: str | None = None  # why ``enabled`` is None
+
+    @classmethod
+    def from_json(cls, data: Any) -> OneDnn | None:
+        d = _dict(data)
+        if not d:
+            return None
+        enabled = d.get("enabled")
+        return cls(
+            enabled if isinstance(enabled, bool) else None,
+            _str(d.get("env")),
+            _str(d.get("reason")),
+        )
+
+
+@dataclass(frozen=True)
 class Workload:
     """How the workload ended: exit status and its own report (``manifest.workload_section``)."""
 
@@ -200,6 +222,7 @@ class Workload:
     setter_calls: tuple[SetterCall, ...] = ()
     configured_pools: Mapping[str, int] = field(default_factory=dict)
     tensorflow_version: str | None = None
+    onednn: OneDnn | None = None  # None in a manifest written before it was recorded
 
     @classmethod
     def from_json(cls, data: Any) -> Workload:
@@ -207,6 +230,7 @@ class Workload:
         exc = d.get("exception")
         return cls(
             **_plain_fields(cls, d),
+            onednn=OneDnn.from_json(d.get("onednn")),
             exception=WorkloadException(_str(exc.get("type")), _str(exc.get("message")))
             if isinstance(exc, dict)
             else None,

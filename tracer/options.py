@@ -70,6 +70,8 @@ class RecordOptions:
     # Time tf.function calls and Trace blocks inside the workload (for sweeps).
     step_timer: bool = False
     step_marker: str | None = None  # the Trace(NAME) blocks the step timer also keeps
+    # Apply the workload's own tf.config.threading setter calls (a sweep records them only).
+    keep_script_settings: bool = True
     # Variables set (or, with None, removed) in the workload's environment.
     env: Mapping[str, str | None] = field(default_factory=dict)
     # Stream the workload's output to our terminal (it is kept in the run either way).

@@ -190,6 +190,7 @@ def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[st
         "thread_identity": options.thread_identity,
         "step_timer": options.step_timer,
         "step_marker": options.step_marker,
+        "keep_script_settings": options.keep_script_settings,
     }
 
 

@@ -118,6 +118,9 @@ class SweepOptions:
     record_each: bool = False  # one fully recorded run per setting, for its analysis
     marker: str | None = None  # the workload's Trace(NAME) blocks to time
     explain: tuple[Setting, ...] = ()  # settings to record for an explanation only
+    # Apply the workload's own threading setter calls; by default the sweep owns the pool
+    # sizes: they are recorded, not applied.
+    keep_script_settings: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ def timing_options(
     env: dict[str, str | None],
     marker: str | None = None,
     step_timer: bool = True,
+    keep_script_settings: bool = False,
 ) -> RecordOptions:
     """A timed run: no profiler, sampler, py-spy or identity watcher, only the step timer."""
     return RecordOptions(
@@ -171,22 +175,41 @@ def timing_options(
         thread_identity=False,
         step_timer=step_timer,
         step_marker=marker,
+        keep_script_settings=keep_script_settings,
         env=env,
         echo=False,
     )
 
 
 def timed_run(
-    target: Target, setting: Setting, round_: int, path: Path, marker: str | None = None
+    target: Target,
+    setting: Setting,
+    round_: int,
+    path: Path,
+    marker: str | None = None,
+    keep_script_settings: bool = False,
 ) -> TimedRun:
     cpu0, t0 = _child_cpu_s(), time.monotonic()
-    result = _record(timing_options(target, path, setting.env(), marker))
+    options = timing_options(
+        target, path, setting.env(), marker, keep_script_settings=keep_script_settings
+    )
+    result = _record(options)
     wall, cpu = time.monotonic() - t0, _child_cpu_s() - cpu0
     return TimedRun(setting, round_, path, wall, cpu, result.manifest, result.exit_code)
 
 
-def recorded_run(target: Target, setting: Setting, path: Path) -> RecordResult:
-    return _record(RecordOptions(target=target, output=path, env=setting.env(), echo=False))
+def recorded_run(
+    target: Target, setting: Setting, path: Path, keep_script_settings: bool = False
+) -> RecordResult:
+    return _record(
+        RecordOptions(
+            target=target,
+            output=path,
+            env=setting.env(),
+            echo=False,
+            keep_script_settings=keep_script_settings,
+        )
+    )
 
 
 def check_exit(path: Path, exit_code: int, what: str) -> None:
@@ -211,7 +234,9 @@ def run_timed(options: SweepOptions, progress: Progress) -> Iterator[TimedRun]:
     for n, (round_, setting) in enumerate(plan, start=1):
         progress(f"{setting.label()}, round {round_ + 1}/{options.repeat}")
         path = options.output / TIMED_DIR / f"{n:03d}-{setting.slug()}"
-        run = timed_run(options.target, setting, round_, path, options.marker)
+        run = timed_run(
+            options.target, setting, round_, path, options.marker, options.keep_script_settings
+        )
         check_exit(path, run.exit_code, f"{setting.label()} (round {round_ + 1})")
         yield run
 
@@ -222,6 +247,6 @@ def run_recorded(
     for setting in settings:
         progress(f"{setting.label()}, recorded for analysis")
         path = options.output / RECORDED_DIR / setting.slug()
-        result = recorded_run(options.target, setting, path)
+        result = recorded_run(options.target, setting, path, options.keep_script_settings)
         check_exit(path, result.exit_code, f"{setting.label()} (recorded)")
         yield setting, path

@@ -38,7 +38,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,19 @@ import numpy as np
 import pandas as pd
 
 from tftrace import __version__
+from tftrace.analysis.export.python_stacks import python_stack_slices, stack_tracks
+from tftrace.analysis.export.trace_format import (
+    COUNTER_RANK,
+    FLOW_RANK,
+    POOL_ORDER,
+    SYNTHETIC_TID_BASE,
+    Slices,
+    Timed,
+    Track,
+    microseconds,
+    pool_pid,
+    slice_events,
+)
 from tftrace.analysis.metrics.busy import PYTHON_POOLS, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
 from tftrace.analysis.metrics.intervals import StepFunction
@@ -54,21 +66,6 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import THREADPOOL_RECORD
 
-# Process order in the viewer: the threads that submit work first, then the pools that run it.
-POOL_ORDER = (
-    Pool.PYTHON_MAIN,
-    Pool.PYTHON_OTHER,
-    Pool.INTER_OP,
-    Pool.INTRA_OP,
-    Pool.TF_DATA,
-    Pool.TF_OTHER,
-    Pool.BLAS_OPENMP,
-    Pool.PROFILER,
-    Pool.OTHER,
-    Pool.UNMAPPED,
-)
-# Above Linux's largest pid_max (2**22) and below 2**32 (Perfetto reads tids as uint32).
-SYNTHETIC_TID_BASE = 1 << 30
 DISPLAY_TIME_UNIT = "ns"
 COUNTER_NAME = "concurrency"
 COUNTER_SERIES = "busy_threads"
@@ -76,46 +73,6 @@ FLOW_NAME = "schedule"
 FLOW_CAT = "flow"
 # Kinds that make a Python thread busy besides ops (see busy.py); ops are exported everywhere.
 PYTHON_CALL_KINDS = (EventKind.CALL, EventKind.DATA)
-
-# One timed event before sorting: (ts ns, -dur ns, rank at equal time, sequence, event).
-Timed = tuple[int, int, int, int, dict[str, Any]]
-SLICE_RANK, FLOW_RANK, COUNTER_RANK = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class Track:
-    """Where one thread's events go in the viewer."""
-
-    thread: int
-    pool: Pool
-    pid: int
-    tid: int
-    name: str
-
-
-def pool_pid(pool: Pool) -> int:
-    """Fixed per pool (never 0: Perfetto and Chrome treat pid 0 as the kernel's)."""
-    return POOL_ORDER.index(pool) + 1
-
-
-def microseconds(ns: np.ndarray) -> list[float]:
-    """int64 ns -> float µs that Perfetto's ``int64(us * 1000.0)`` turns back into ``ns``.
-
-    ``ns / 1000`` is usually such a float, but not always (``2707831.993 * 1000`` may land
-    one ulp under ``2707831993``, and truncation then loses a whole ns); the next float up
-    or down then is. Chrome's viewer reads the same value to within 1e-9 µs.
-    """
-    ns = np.asarray(ns, dtype=np.int64)
-    us = ns / 1000.0
-    for _ in range(8):
-        back = np.trunc(us * 1000.0)
-        low, high = back < ns, back > ns
-        if not (low.any() or high.any()):
-            break
-        us = np.where(low, np.nextafter(us, np.inf), us)
-        us = np.where(high, np.nextafter(us, -np.inf), us)
-    result: list[float] = us.tolist()
-    return result
 
 
 def _label(row: Any) -> str:
@@ -162,18 +119,6 @@ def _optional(value: Any) -> int | None:
     return None if pd.isna(value) else int(value)
 
 
-@dataclass(frozen=True)
-class Slices:
-    """Slices of one category as columns; ``args`` holds one dict per slice."""
-
-    cat: str
-    thread: np.ndarray
-    start_ns: np.ndarray
-    end_ns: np.ndarray
-    names: list[str]
-    args: list[dict[str, Any]]
-
-
 def region_slices(run: Run) -> Slices:
     """Thread-pool regions: a worker running one closure."""
     regions = run.regions
@@ -206,8 +151,10 @@ def op_slices(run: Run) -> Slices:
     ops = run.events[_is_kind(run.events, (EventKind.OP,))]
     names = [str(n) for n in ops["op_name"]]
     args = [
-        {"op_type": str(t), "kind": str(k), "event": str(e)}
-        for t, k, e in zip(ops["op_type"], ops["kind"], ops["name"], strict=True)
+        {"op_type": str(t), "op_kernel": str(r), "kind": str(k), "event": str(e)}
+        for t, r, k, e in zip(
+            ops["op_type"], ops["op_kernel"], ops["kind"], ops["name"], strict=True
+        )
     ]
     return Slices(
         "op",
@@ -260,27 +207,6 @@ def record_slices(run: Run) -> Slices:
         [THREADPOOL_RECORD] * len(marks),
         [{"tf_flow": int(f)} for f in marks["flow"]],
     )
-
-
-def _slice_events(slices: Slices, tracks: dict[int, Track], seq: int) -> list[Timed]:
-    ts = microseconds(slices.start_ns)
-    dur = microseconds(slices.end_ns - slices.start_ns)
-    out: list[Timed] = []
-    for i, thread in enumerate(slices.thread.tolist()):
-        track = tracks[thread]
-        start, length = int(slices.start_ns[i]), int(slices.end_ns[i] - slices.start_ns[i])
-        event = {
-            "ph": "X",
-            "cat": slices.cat,
-            "name": slices.names[i],
-            "pid": track.pid,
-            "tid": track.tid,
-            "ts": ts[i],
-            "dur": dur[i],
-            "args": slices.args[i],
-        }
-        out.append((start, -length, SLICE_RANK, seq + i, event))
-    return out
 
 
 def flow_events(run: Run, tracks: dict[int, Track], seq: int) -> list[Timed]:
@@ -366,10 +292,11 @@ def build_trace(run: Run) -> dict[str, Any]:
     """The run as a Chrome Trace Event Format object (no I/O; ``json.dumps`` it)."""
     slices = all_slices(run)
     used = {int(t) for s in slices for t in s.thread.tolist()}
-    tracks = thread_tracks(run, used)
+    stacks = python_stack_slices(run)
+    tracks = thread_tracks(run, used) | stack_tracks(run, stacks.thread.tolist(), _label)
     timed: list[Timed] = []
-    for s in slices:
-        timed += _slice_events(s, tracks, len(timed))
+    for s in [*slices, stacks]:
+        timed += slice_events(s, tracks, len(timed))
     timed += flow_events(run, tracks, len(timed))
     pools = sorted({t.pool for t in tracks.values()}, key=POOL_ORDER.index)
     timed += counter_events(run, pools, len(timed))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from tftrace.analysis.findings.evidence import category_share, pool_row, severity_for
 from tftrace.analysis.findings.finding import Finding
+from tftrace.analysis.metrics.intervals import clip
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS
@@ -50,7 +51,8 @@ def input_pipeline(run: Run, analysis: Analysis) -> list[Finding]:
     names = ev["name"].astype(str)
     lo, hi = analysis.window
     get_next = ev[ev["thread"].isin(main) & names.str.startswith(ITERATOR_GET_NEXT)]
-    waiting = float((get_next["end_ns"] - get_next["start_ns"]).sum()) / max(hi - lo, 1)
+    s, e = clip(get_next["start_ns"].to_numpy(), get_next["end_ns"].to_numpy(), lo, hi)
+    waiting = float((e - s).sum()) / max(hi - lo, 1)  # the waits inside the window
     if waiting < STARVING_SHARE:
         return []
     data = pool_row(analysis, Pool.TF_DATA)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import busy_intervals, trace_window
-from tftrace.analysis.metrics.intervals import concurrency
+from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.model.run import Run
 
 
@@ -27,13 +27,41 @@ def _delta(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
     return float(np.interp(hi, t, value) - start)
 
 
+def _outside_busy(t: np.ndarray, cpu: np.ndarray, busy: StepFunction, lo: int, hi: int) -> float:
+    """CPU a thread accrued beyond its traced busy time, summed sample interval by interval.
+
+    In each interval between two samples (cut at the window's edges), the CPU the counter
+    grew by minus the time the trace shows the thread busy; an interval where busy time
+    exceeds CPU (the thread waited for a core while busy) adds nothing, so waiting in one
+    interval does not hide spinning in another as the window's plain difference would.
+    """
+    if len(t) == 0 or hi <= lo:
+        return float("nan")
+    edges = np.unique(np.r_[lo, t[(t > lo) & (t < hi)], hi])
+    grown = np.interp(edges, t, cpu)
+    if t[0] > lo:  # born in the window: its counter started at 0
+        grown = np.where(edges < t[0], 0.0, grown)
+    traced = busy.integral_at(edges)
+    return float(np.maximum(np.diff(grown) - np.diff(traced), 0).sum())
+
+
 def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
-    """Per OS thread: on-CPU ns, run-queue wait ns (both from /proc) and traced busy ns."""
+    """Per OS thread: on-CPU ns, run-queue wait ns (both from /proc), traced busy ns, and the
+    CPU it used outside its traced busy time (``outside_busy_ns``: spin, or untraced work)."""
     lo, hi = window or trace_window(run)
     samples = run.samples
     if samples.empty:
         return pd.DataFrame(
-            columns=["thread", "tid", "pool", "cpu_ns", "wait_ns", "busy_ns", "untraced_ns"]
+            columns=[
+                "thread",
+                "tid",
+                "pool",
+                "cpu_ns",
+                "wait_ns",
+                "busy_ns",
+                "untraced_ns",
+                "outside_busy_ns",
+            ]
         )
     busy = busy_intervals(run, run.threads["thread"].to_numpy())
     pool_of = run.threads.set_index("thread")["pool"].astype(str)
@@ -43,7 +71,8 @@ def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
         cpu = _delta(t, group["cpu_ns"].to_numpy(), lo, hi)
         wait = _delta(t, group["wait_ns"].to_numpy(), lo, hi)
         s, e = busy.get(int(thread), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-        traced = float(concurrency([s], [e], lo, hi).integral_at(np.array([hi]))[0])
+        busy_fn = concurrency([s], [e], lo, hi)
+        traced = float(busy_fn.integral_at(np.array([hi]))[0])
         rows.append(
             {
                 "thread": int(thread),
@@ -53,6 +82,7 @@ def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
                 "wait_ns": wait,
                 "busy_ns": traced,
                 "untraced_ns": cpu - traced,
+                "outside_busy_ns": _outside_busy(t, group["cpu_ns"].to_numpy(), busy_fn, lo, hi),
             }
         )
     return pd.DataFrame(rows)
@@ -63,13 +93,14 @@ def pool_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
     per_thread = thread_cpu(run, window)
     if per_thread.empty:
         return pd.DataFrame(
-            columns=["pool", "threads", "cpu_s", "busy_s", "cpu_per_busy", "wait_s"]
+            columns=["pool", "threads", "cpu_s", "busy_s", "cpu_per_busy", "wait_s", "outside_s"]
         )
     grouped = per_thread.groupby("pool", sort=False).agg(
         threads=("thread", "count"),
         cpu_ns=("cpu_ns", "sum"),
         busy_ns=("busy_ns", "sum"),
         wait_ns=("wait_ns", "sum"),
+        outside_ns=("outside_busy_ns", "sum"),
     )
     return pd.DataFrame(
         {
@@ -81,5 +112,6 @@ def pool_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
                 grouped["cpu_ns"] / grouped["busy_ns"].where(grouped["busy_ns"] > 0)
             ).to_numpy(),
             "wait_s": grouped["wait_ns"].to_numpy() / 1e9,
+            "outside_s": grouped["outside_ns"].to_numpy() / 1e9,
         }
     )

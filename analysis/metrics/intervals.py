@@ -69,3 +69,23 @@ def concurrency(starts: list[np.ndarray], ends: list[np.ndarray], lo: int, hi: i
     times, first = np.unique(t, return_index=True)
     level = np.cumsum(np.add.reduceat(d, first)) if len(first) else np.zeros(0, dtype=np.int64)
     return StepFunction(times, level[:-1].astype(np.int64))
+
+
+def first_match_ns(sets: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) -> np.ndarray:
+    """ns of [lo, hi] in each of the interval sets, an instant counted in the first set open
+    at it; one more entry at the end holds the rest. The entries add up to ``hi - lo``."""
+    if hi <= lo:
+        return np.zeros(len(sets) + 1, dtype=np.int64)
+    merged = [union(*clip(s, e, lo, hi)) for s, e in sets]
+    edges = np.unique(
+        np.concatenate([np.array([lo, hi], dtype=np.int64), *(np.r_[s, e] for s, e in merged)])
+    )
+    at, width = edges[:-1], np.diff(edges)
+    owner = np.full(len(at), len(sets))
+    for k in reversed(range(len(sets))):  # the first set last, so it wins
+        s, e = merged[k]
+        if not len(s):
+            continue
+        i = np.searchsorted(s, at, side="right") - 1
+        owner[(i >= 0) & (e[np.clip(i, 0, None)] > at)] = k
+    return np.bincount(owner, weights=width, minlength=len(sets) + 1).astype(np.int64)

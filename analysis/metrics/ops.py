@@ -7,6 +7,9 @@ busy on its behalf while it ran: the busy time of the closures its thread schedu
 during it (joined by flow id, Record -> StartRegion), divided by its duration. Traces
 without thread-pool events (TF <= 2.16) fall back to the Eigen pool's overlap with the
 op, which is exact only when one op runs at a time.
+
+Given a window, the op types count the ops that overlap it, with their time inside it (so a
+share of the window is of that window) and the parallelism each op achieved over its whole run.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from tftrace.analysis.metrics.intervals import concurrency
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.vocabulary import EAGER_OP_PREFIX
+from tftrace.analysis.model.vocabulary import EAGER_OP_PREFIX, op_type_of_kernel
 
 OP_COLUMNS = [
     "thread",
@@ -48,9 +51,9 @@ def op_events(run: Run) -> pd.DataFrame:
     ops["pool"] = ops["thread"].map(pool_of)
     ops = ops[ops["pool"] != Pool.INTRA_OP.value]
     is_eager = names[ops.index].str.startswith(EAGER_OP_PREFIX)
-    op_type = (
-        ops["op_type"].astype(object).where(~is_eager, names[ops.index].str[len(EAGER_OP_PREFIX) :])
-    )
+    # An eager op's type is in its event's name; normalised as graph ops are (oneDNN's names).
+    eager_type = names[ops.index].str[len(EAGER_OP_PREFIX) :].map(op_type_of_kernel)
+    op_type = ops["op_type"].astype(object).where(~is_eager, eager_type)
     return pd.DataFrame(
         {
             "thread": ops["thread"].to_numpy(),
@@ -158,9 +161,28 @@ def op_table(run: Run) -> pd.DataFrame:
     return ops[OP_COLUMNS]
 
 
-def top_op_types(run: Run, limit: int = 10, table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Op types by total time, with the parallelism they achieved (duration-weighted)."""
+def clip_ops(ops: pd.DataFrame, window: tuple[int, int]) -> pd.DataFrame:
+    """The ops that overlap ``window``, their duration and Eigen busy time cut to it (the op's
+    parallelism kept: its Eigen time in the window is taken in proportion)."""
+    lo, hi = window
+    ops = ops[(ops["end_ns"] > lo) & (ops["start_ns"] < hi)]
+    whole = (ops["end_ns"] - ops["start_ns"]).to_numpy()
+    inside = np.minimum(ops["end_ns"].to_numpy(), hi) - np.maximum(ops["start_ns"].to_numpy(), lo)
+    kept = np.where(whole > 0, inside / np.maximum(whole, 1), 1.0)
+    return ops.assign(duration_ns=inside, eigen_busy_ns=ops["eigen_busy_ns"].to_numpy() * kept)
+
+
+def top_op_types(
+    run: Run,
+    limit: int = 10,
+    table: pd.DataFrame | None = None,
+    window: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """Op types by total time (in ``window`` if given), with the parallelism they achieved
+    (duration-weighted)."""
     ops = op_table(run) if table is None else table
+    if window is not None:
+        ops = clip_ops(ops, window)
     if ops.empty:
         return pd.DataFrame(
             columns=[

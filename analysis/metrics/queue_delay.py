@@ -2,6 +2,9 @@
 
 For every region joined to its Record: ``start_ns - scheduled_ns``. By the pool of the
 worker that ran it. This is the cost of inter-op scheduling that no trace viewer shows.
+
+Given a window, the closures that started in it (so a closure counts in exactly one of two
+adjacent windows), each with its whole delay: a percentile of clipped delays would mean little.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from tftrace.analysis.model.run import Run
 PERCENTILES = (50, 90, 99)
 
 
-def queue_delays(run: Run) -> pd.DataFrame:
-    """One row per closure with a known queue delay: pool, thread, scheduled_by, times."""
+def queue_delays(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One row per closure with a known queue delay (started in ``window`` if given): pool,
+    thread, scheduled_by, times."""
     regions = run.regions.dropna(subset=["queue_ns"])
+    if window is not None:
+        started = regions["start_ns"]
+        regions = regions[(started >= window[0]) & (started < window[1])]
     pool_of = run.threads.set_index("thread")["pool"].astype(str)
     return pd.DataFrame(
         {
@@ -31,9 +38,9 @@ def queue_delays(run: Run) -> pd.DataFrame:
     )
 
 
-def queue_delay_stats(run: Run) -> pd.DataFrame:
+def queue_delay_stats(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
     """Per pool: closures, then p50/p90/p99/max/mean of the queue delay in microseconds."""
-    delays = queue_delays(run)
+    delays = queue_delays(run, window)
     rows = []
     for pool, group in delays.groupby("pool", sort=False):
         q = group["queue_ns"].to_numpy() / 1e3
@@ -58,9 +65,11 @@ def queue_delay_stats(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def queue_delay_histogram(run: Run, pool: str, bins_per_decade: int = 5) -> pd.DataFrame:
+def queue_delay_histogram(
+    run: Run, pool: str, bins_per_decade: int = 5, window: tuple[int, int] | None = None
+) -> pd.DataFrame:
     """Closures per log-spaced bin of queue delay (ns), for plotting a distribution."""
-    q = queue_delays(run)
+    q = queue_delays(run, window)
     q = q.loc[q["pool"] == pool, "queue_ns"].to_numpy()
     if len(q) == 0:
         return pd.DataFrame({"lo_ns": [], "hi_ns": [], "closures": []})

@@ -1,14 +1,21 @@
 """Steps: the repeated unit of work on the main thread, and the breakdown of each.
 
 Found, in order of preference by how much of the trace they cover:
-- calls of one tf.function from the main thread (``__inference_<name>_<id>``; Keras'
-  ``train_function`` is one, Keras 3's ``multi_step_on_iterator`` another);
+- calls of one tf.function from the main thread: the annotation TF writes with the function's
+  name around each call (tracing included), else its ``__inference_<name>_<id>`` op; Keras'
+  ``train_function`` is one, Keras 3's ``multi_step_on_iterator`` another (with
+  ``steps_per_execution=k`` each call runs k batches);
 - a user annotation repeated on the main thread (``tf.profiler.experimental.Trace``).
+
+Steps are numbered from 1. ``batches`` is the number of input elements a step fetched (the
+iterator's get-next kernels inside it, on any thread), so a Keras step shows its k batches; 0
+where the step fetches none itself (a loop that calls ``next(iterator)`` outside the function).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,20 +26,40 @@ from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.vocabulary import INFERENCE_FUNCTION_PREFIX
+from tftrace.analysis.model.vocabulary import INFERENCE_FUNCTION_PREFIX, ITERATOR_FETCH_EVENTS
+
+COLUMNS = ("step", "start_ns", "end_ns", "duration_ns", "batches", *CATEGORIES)
 
 
 @dataclass(frozen=True)
 class Steps:
-    source: str  # "tf.function <name>", "annotation <name>", or "none"
-    table: pd.DataFrame  # step, start_ns, end_ns, duration_ns, then one share per category
+    """The steps of a run (``table``: one row each, ``COLUMNS``), what they are (``source``:
+    "tf.function <name>", "annotation <name>" or "none") and how many the whole trace holds
+    (``found``: the table may be a window's part of them)."""
 
-    def stats(self) -> dict[str, float]:
+    source: str
+    table: pd.DataFrame
+    found: int = 0
+
+    def within(self, window: tuple[int, int]) -> Steps:
+        """The steps that overlap ``window``, whole (a step's figures are its own)."""
+        lo, hi = window
+        t = self.table
+        inside = t[(t["end_ns"] > lo) & (t["start_ns"] < hi)].reset_index(drop=True)
+        return Steps(self.source, inside, self.found)
+
+    def stats(self) -> dict[str, Any]:
         d = self.table["duration_ns"].to_numpy() / 1e6
         if len(d) == 0:
-            return {"steps": 0}
+            return {"steps": 0, "found": self.found}
+        batches = self.table["batches"].to_numpy()
         return {
             "steps": len(d),
+            "found": self.found,
+            "first": int(self.table["step"].iloc[0]),
+            "last": int(self.table["step"].iloc[-1]),
+            # None where no step fetched its own input (batches unknown)
+            "batches_per_step": float(np.median(batches)) if batches.any() else None,
             "mean_ms": float(d.mean()),
             "std_ms": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
             "cv": float(d.std(ddof=1) / d.mean()) if len(d) > 1 and d.mean() > 0 else 0.0,
@@ -63,7 +90,8 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
         (ops["thread"] == main)
         & ops["op_type"].astype(str).str.startswith(INFERENCE_FUNCTION_PREFIX)
     ]
-    for name, group in calls.groupby(calls["op_type"].astype(str).str.rsplit("_", n=1).str[0]):
+    functions = calls["op_type"].astype(str).str.rsplit("_", n=1).str[0]
+    for name, group in calls.groupby(functions):
         out.append(
             (
                 f"tf.function {name[len(INFERENCE_FUNCTION_PREFIX) :]}",
@@ -71,11 +99,21 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
                 group["end_ns"].to_numpy(),
             )
         )
+    called = set(functions.str[len(INFERENCE_FUNCTION_PREFIX) :])
     ev = run.events
     notes = ev[(ev["thread"] == main) & (ev["kind"] == EventKind.ANNOTATION.value)]
     for name, group in notes.groupby(notes["name"].astype(str)):
-        out.append((f"annotation {name}", group["start_ns"].to_numpy(), group["end_ns"].to_numpy()))
+        # TF's own annotation of a tf.function call bears the function's name
+        what = "tf.function" if name in called else "annotation"
+        out.append((f"{what} {name}", group["start_ns"].to_numpy(), group["end_ns"].to_numpy()))
     return out
+
+
+def _batches(run: Run, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Input fetches (get-next kernels, any thread) that start inside each step."""
+    ev = run.events
+    fetch = np.sort(ev.loc[ev["name"].isin(ITERATOR_FETCH_EVENTS), "start_ns"].to_numpy())
+    return np.searchsorted(fetch, end, side="left") - np.searchsorted(fetch, start, side="left")
 
 
 # A loop's steps cover most of what was traced; a name repeated now and then (TF's own
@@ -83,7 +121,14 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
 MIN_COVER = 0.3
 
 
-def find_steps(run: Run) -> Steps:
+def find_steps(run: Run, window: tuple[int, int] | None = None) -> Steps:
+    """The steps of the whole trace; with ``window``, those that overlap it (``found`` still
+    counts them all, so a window can say "steps 2-50 of 50")."""
+    steps = _find_all(run)
+    return steps if window is None else steps.within(window)
+
+
+def _find_all(run: Run) -> Steps:
     main = _main_thread(run)
     lo, hi = trace_window(run)
     best: tuple[str, np.ndarray, np.ndarray] | None = None
@@ -95,9 +140,7 @@ def find_steps(run: Run) -> Steps:
         if len(start) >= 2 and cover > best_cover and cover >= MIN_COVER * (hi - lo):
             best, best_cover = (source, start, end), cover
     if best is None:
-        return Steps(
-            "none", pd.DataFrame(columns=["step", "start_ns", "end_ns", "duration_ns", *CATEGORIES])
-        )
+        return Steps("none", pd.DataFrame(columns=list(COLUMNS)))
     source, start, end = best
     order = np.argsort(start)
     start, end = start[order], end[order]
@@ -108,11 +151,12 @@ def find_steps(run: Run) -> Steps:
     ]
     table = pd.DataFrame(
         {
-            "step": np.arange(len(start)),
+            "step": np.arange(1, len(start) + 1),
             "start_ns": start,
             "end_ns": end,
             "duration_ns": end - start,
+            "batches": _batches(run, start, end),
         }
     )
     table[list(CATEGORIES)] = np.array(shares)
-    return Steps(source, table)
+    return Steps(source, table, len(table))

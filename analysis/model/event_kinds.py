@@ -22,6 +22,7 @@ from tftrace.analysis.model.vocabulary import (
     THREADPOOL_RECORD,
     THREADPOOL_START_REGION,
     THREADPOOL_STOP_REGION,
+    op_type_of_kernel,
 )
 
 
@@ -77,11 +78,13 @@ def kind_of(name: str, on_python_thread: bool) -> EventKind:
 
 def classify(
     names: pd.Categorical, python_thread: np.ndarray
-) -> tuple[pd.Categorical, pd.Categorical, pd.Categorical]:
-    """(kind, op_name, op_type) for every event, computed once per distinct name.
+) -> tuple[pd.Categorical, pd.Categorical, pd.Categorical, pd.Categorical]:
+    """(kind, op_name, op_type, op_kernel) for every event, computed once per distinct name.
 
     ``names`` is the events' name categorical; ``python_thread`` says per event
     whether it ran on a Python thread (which turns unknown names into annotations).
+    ``op_kernel`` is the type as the trace names it ("_MklMatMul"), ``op_type`` the op it
+    implements ("MatMul"), the same with oneDNN on and off.
     """
     categories = list(names.categories)
     codes = np.asarray(names.codes)
@@ -96,5 +99,16 @@ def classify(
     name_code = np.array([op_names.index(s[0]) if s else -1 for s in split] or [-1])
     type_code = np.array([op_types.index(s[1]) if s else -1 for s in split] or [-1])
     op_name = pd.Categorical.from_codes(name_code[codes], categories=op_names)
-    op_type = pd.Categorical.from_codes(type_code[codes], categories=op_types)
-    return kind, op_name, op_type
+    op_kernel = pd.Categorical.from_codes(type_code[codes], categories=op_types)
+    return kind, op_name, _normalised(op_kernel), op_kernel
+
+
+def _normalised(op_kernel: pd.Categorical) -> pd.Categorical:
+    """Each kernel's category renamed to the op it implements (two kernels may merge)."""
+    types = [op_type_of_kernel(k) for k in op_kernel.categories]
+    merged = sorted(set(types))
+    code_of = np.array([merged.index(t) for t in types] or [-1])
+    codes = np.asarray(op_kernel.codes)
+    return pd.Categorical.from_codes(
+        np.where(codes >= 0, code_of[np.clip(codes, 0, None)], -1), categories=merged
+    )

@@ -2,7 +2,8 @@
 
 py-spy writes B/E events for the frames that change between samples; replaying
 them per thread gives the stack at every moment. The root frame of each stack
-is named ``thread (<os tid>): <thread name>``, which is how OS tids are known.
+is named ``thread (<os tid>): <thread name>``, or ``thread (<os tid>)`` for a thread Python
+did not start (a TF thread running a ``tf.py_function``), which is how OS tids are known.
 Times are microseconds since py-spy started; ``offset_ns`` puts them on the run's axis.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-_ROOT = re.compile(r"^thread \((\d+)\): (.*)$")
+_ROOT = re.compile(r"^thread \((\d+)\)(?:: (.*))?$")
 
 
 def read_pyspy(path: Path, missing: list[str]) -> list[dict[str, Any]] | None:
@@ -32,11 +33,11 @@ def read_pyspy(path: Path, missing: list[str]) -> list[dict[str, Any]] | None:
 
 
 def python_threads(events: list[dict[str, Any]]) -> dict[int, str]:
-    """OS tid -> Python thread name, from the root frames."""
+    """OS tid -> Python thread name, from the root frames of the threads that have one."""
     found = {}
     for e in events:
         match = _ROOT.match(str(e.get("name", ""))) if e.get("ph") == "B" else None
-        if match:
+        if match and match[2]:
             found[int(match[1])] = match[2]
     return found
 
@@ -70,6 +71,8 @@ def stack_intervals(events: list[dict[str, Any]]) -> list[tuple[int, int, int, s
 def python_frame(
     intervals: list[tuple[int, int, int, str, str]], thread_of_tid: dict[int, int], offset_ns: int
 ) -> pd.DataFrame:
+    """The intervals of the threads the run knows (an unknown tid has no thread key)."""
+    intervals = [r for r in intervals if r[0] in thread_of_tid]
     tids = np.array([r[0] for r in intervals], dtype=np.int64)
     lookup = pd.Series(thread_of_tid, dtype=np.int64)
     return pd.DataFrame(

@@ -52,7 +52,8 @@ EVENTS = Table(
         "thread": INT32,
         "name": CATEGORY,
         "op_name": CATEGORY,  # "MatMul" of "MatMul:_MklMatMul"; NaN for non-op events
-        "op_type": CATEGORY,  # "_MklMatMul"
+        "op_type": CATEGORY,  # the op it implements: "MatMul" (vocabulary.op_type_of_kernel)
+        "op_kernel": CATEGORY,  # the type as the trace names it: "_MklMatMul" with oneDNN on
         "kind": CATEGORY,  # an EventKind value
         "start_ns": INT64,
         "end_ns": INT64,

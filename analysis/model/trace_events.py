@@ -208,7 +208,7 @@ def events_frame(
     codes, categories = _metadata_codes(trace)
     names = pd.Categorical.from_codes(codes, categories)
     on_python = np.repeat(np.isin(line_thread, list(python_threads)), counts)
-    kind, op_name, op_type = classify(names, on_python)
+    kind, op_name, op_type, op_kernel = classify(names, on_python)
     start, end = times
     df = pd.DataFrame(
         {
@@ -216,6 +216,7 @@ def events_frame(
             "name": names,
             "op_name": op_name,
             "op_type": op_type,
+            "op_kernel": op_kernel,
             "kind": kind,
             "start_ns": start,
             "end_ns": end,

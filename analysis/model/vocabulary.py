@@ -134,12 +134,88 @@ FUNCTION_PREFIXES = (INFERENCE_FUNCTION_PREFIX, "__forward_", "__backward_")
 # An op event: "<node name>:<op type>" (e.g. "MatMul:_MklMatMul"); node names may hold "/",
 # op types are identifiers.
 OP_EVENT = re.compile(r"^(?P<name>[^\s:][^\s:]*):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
+
+# -- oneDNN kernels ---------------------------------------------------------------------------
+# With oneDNN on (TF's default on x86 CPUs with AVX-512-class features; TF_ENABLE_ONEDNN_OPTS=1
+# forces it on, =0 off), TF's graph rewrite (mkl_layout_pass.cc, names from mkl_graph_util.h)
+# renames an op to its oneDNN kernel: "_Mkl" + op (MatMul, BatchMatMulV2, Einsum, Transpose,
+# Softmax, Quantized*...), "_MklNative" + op (Conv2D, FusedBatchNormV3, AvgPool...) or, for
+# eager ops, "_MklEager" + op. TF's internal fused ops lose their leading "_" on the way:
+# _FusedMatMul -> _MklFusedMatMul, _FusedConv2D -> _MklNativeFusedConv2D. Seen in TF 2.16-2.21.
+ONEDNN_OP_PREFIXES = ("_MklNative", "_MklEager", "_Mkl")  # longest first
+# Fused* ops that are public TF ops, so keep no leading "_" once the prefix is gone.
+PUBLIC_FUSED_OP = re.compile(r"^Fused(BatchNorm(Grad)?(V2|V3)?|PadConv2D|ResizeAndPadConv2D)$")
+# oneDNN's layout conversions (blocked format, before TF 2.8): no stock op to show instead.
+ONEDNN_OWN_OPS = ("_MklToTf", "_MklInputConversion")
+ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
+# Ops the rewrite always replaces (for float32) when oneDNN is on: seen under their own name in
+# a trace, they say oneDNN was off.
+ONEDNN_REWRITTEN_OPS = (
+    "MatMul",
+    "BatchMatMulV2",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "Conv3D",
+    "DepthwiseConv2dNative",
+    "_FusedMatMul",
+    "_FusedConv2D",
+)
+
+
+def is_onednn_kernel(op_kernel: str) -> bool:
+    """Whether an op type as the trace names it is one of oneDNN's kernels."""
+    return op_kernel.startswith(ONEDNN_OP_PREFIXES[-1])
+
+
+def op_type_of_kernel(op_kernel: str) -> str:
+    """The op a kernel implements: "_MklMatMul" -> "MatMul", "_MklNativeConv2D" -> "Conv2D",
+    "_MklFusedMatMul" -> "_FusedMatMul"; any other name is returned as it is, so an op type
+    reads the same with oneDNN on and off."""
+    if op_kernel in ONEDNN_OWN_OPS:
+        return op_kernel
+    for prefix in ONEDNN_OP_PREFIXES:
+        if op_kernel.startswith(prefix) and len(op_kernel) > len(prefix):
+            op = op_kernel[len(prefix) :]
+            if op.startswith("Fused") and not PUBLIC_FUSED_OP.match(op):
+                return "_" + op
+            return op
+    return op_kernel
+
+
 # tf.py_function (EagerPyFunc) and tf.numpy_function / tf.compat.v1.py_func (PyFunc,
 # PyFuncStateless): Python code run as an op, holding the GIL.
 PY_FUNCTION_OPS = ("EagerPyFunc", "PyFunc", "PyFuncStateless")
 # The main thread waiting for the input pipeline's next element (an op type, and a prefix of
 # the event "IteratorGetNextOp::DoCompute").
 ITERATOR_GET_NEXT = "IteratorGetNext"
+# The kernel of one fetch of an input element, wherever it runs (eager next(iterator), inside a
+# tf.function, Keras 3's get_next_as_optional): one per batch a step consumes (TF 2.16-2.21).
+ITERATOR_FETCH_EVENTS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+
+# -- A tf.function's first call (the warm-up) -------------------------------------------------
+# TF annotates each tf.function call with the function's Python name (covering tracing too) and
+# its tracing with "tf.function-graph_building"; the traced function then runs as an eager op
+# "__inference_...", whose KernelAndDeviceFunc::Run is the run itself: the time before it in
+# the op is instantiation and graph optimisation (Grappler), which writes no events of its own.
+GRAPH_BUILDING_EVENT = "tf.function-graph_building"
+FUNCTION_RUN_EVENT = "KernelAndDeviceFunc::Run"
+# Variable creation and initial values, run eagerly on the main thread while a model is built
+# or a tf.function lifts its variables out of the graph ("initialize_variables" is the function
+# TF builds to run their initialisers).
+VARIABLE_INIT_OPS = (
+    "VarHandleOp",
+    "AssignVariableOp",
+    "VarIsInitializedOp",
+    "RandomUniform",
+    "RandomStandardNormal",
+    "TruncatedNormal",
+    "StatelessRandomGetKeyCounter",
+    "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2",
+    "StatelessTruncatedNormalV2",
+)
+VARIABLE_INIT_FUNCTION = INFERENCE_FUNCTION_PREFIX + "initialize_variables"
 
 # -- tf.data events ---------------------------------------------------------------------------
 # Iterator::Root::MapAndBatch::..., tf_data_...; MapAndBatchProduce / PrefetchProduce on the

@@ -150,7 +150,9 @@ def thread_timeline(run: Run, window: tuple[int, int], min_gap_ns: int = 0) -> p
     return pd.concat(parts, ignore_index=True)
 
 
-def queue_delay_distribution(run: Run, pools: Sequence[Pool]) -> pd.DataFrame:
+def queue_delay_distribution(
+    run: Run, pools: Sequence[Pool], window: tuple[int, int] | None = None
+) -> pd.DataFrame:
     """Per pool: closures per log-spaced bin of queue delay (us), and their share of the pool.
 
     Empty bins at both ends are dropped. The first bin, [0, 1 ns), starts at 0.1 ns instead:
@@ -158,7 +160,7 @@ def queue_delay_distribution(run: Run, pools: Sequence[Pool]) -> pd.DataFrame:
     """
     frames = []
     for pool in pools:
-        hist = queue_delay_histogram(run, pool.value)
+        hist = queue_delay_histogram(run, pool.value, window=window)
         counts = hist["closures"].to_numpy()
         if counts.sum() == 0:
             continue
@@ -229,6 +231,6 @@ def report_plot_data(analysis: Analysis) -> ReportPlotData:
         timeline=thread_timeline(
             run, window, min_gap_ns=(window[1] - window[0]) // TIMELINE_RESOLUTION
         ),
-        queue_delay=queue_delay_distribution(run, queued),
+        queue_delay=queue_delay_distribution(run, queued, window),
         breakdown=breakdown_bars(analysis.breakdown, analysis.steps, window),
     )

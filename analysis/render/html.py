@@ -27,17 +27,20 @@ from tftrace.analysis.render.html_sections import (
     missing_section,
     ops_section,
     pools_section,
+    python_section,
     queue_delay_section,
     run_section,
     section,
     steps_section,
 )
+from tftrace.analysis.render.window_text import window_line
 
 SECTIONS = (
     ("run", "Run"),
     ("findings", "Findings"),
     ("pools", "Pools"),
     ("breakdown", "Where the wall time went"),
+    ("python", "Which Python"),
     ("queue-delay", "Queue delay"),
     ("cpu", "CPU truth"),
     ("ops", "Top op types"),
@@ -120,6 +123,7 @@ def _analysis_sections(analysis: Analysis) -> dict[str, str]:
         "findings": findings_section(analysis.findings),
         "pools": pools_section(analysis),
         "breakdown": breakdown_section(analysis),
+        "python": python_section(analysis),
         "queue-delay": queue_delay_section(analysis),
         "cpu": cpu_section(analysis),
         "ops": ops_section(analysis),
@@ -135,10 +139,9 @@ def analysis_fragment(analysis: Analysis) -> str:
     bodies = _analysis_sections(analysis)
     sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS if a in bodies)
     scoped = re.sub(r"(^|\})\s*([^{}@]+)\{", _scope, CSS)
-    window_s = (analysis.window[1] - analysis.window[0]) / 1e9
     return (
         f'<div class="tftrace"><style>{scoped}</style>'
-        f"<h3>tftrace: {esc(analysis.run.path)} ({window_s:.3f} s of trace)</h3>"
+        f"<h3>tftrace: {esc(analysis.run.path)}</h3><p>{esc(window_line(analysis))}</p>"
         f"{sections}</div>"
     )
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.metrics.breakdown import CATEGORIES
+from tftrace.analysis.metrics.busy import trace_window
+from tftrace.analysis.model.onednn import onednn_text
 from tftrace.analysis.render.formatting import (
     POOL_HEADERS,
     fmt,
@@ -22,6 +24,15 @@ from tftrace.analysis.render.formatting import (
     parallelism_text,
     pool_rows,
 )
+from tftrace.analysis.render.python_text import HEADERS as PYTHON_HEADERS
+from tftrace.analysis.render.python_text import (
+    main_rows,
+    not_shown,
+    notes,
+    other_thread_lines,
+    title,
+)
+from tftrace.analysis.render.window_text import steps_line, warmup_line, window_line
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -122,13 +133,19 @@ def manifest_pairs(manifest: Manifest) -> list[tuple[str, str]]:
 
 def run_section(analysis: Analysis) -> str:
     run = analysis.run
-    lo, hi = analysis.window
     pairs = [("path", str(run.path))]
     if run.manifest.exists:
         pairs += manifest_pairs(run.manifest)
     else:
         pairs.append(("manifest", "none: a bare trace (no OS samples, no py-spy, no identity)"))
-    pairs.append(("trace window", f"{(hi - lo) / 1e9:.3f} s ({lo / 1e9:.3f} to {hi / 1e9:.3f} s)"))
+    kernels = run.events["op_kernel"].cat.remove_unused_categories().cat.categories
+    pairs.append(("oneDNN", onednn_text(run.manifest, [str(k) for k in kernels])))
+    trace_lo, trace_hi = trace_window(run)
+    pairs.append(("trace", f"{trace_lo / 1e9:.3f} to {trace_hi / 1e9:.3f} s on the run's axis"))
+    pairs.append(("analysed", window_line(analysis)))
+    warmup = warmup_line(analysis.warmup)
+    if warmup:
+        pairs.append(("warm-up", warmup.removeprefix("warm-up: ")))
     pairs += [("note", note) for note in run.notes]
     return kv_table(pairs)
 
@@ -185,6 +202,20 @@ def breakdown_section(analysis: Analysis) -> str:
     return table(("category", "ms", "share"), rows) + note(
         "Every instant of the window in exactly one category, the first that holds; "
         "the shares add up to 100 %."
+    )
+
+
+def python_section(analysis: Analysis) -> str:
+    """Which Python functions took the main thread's time (py-spy), where Python matters."""
+    python = analysis.python_time
+    line = not_shown(analysis)
+    if python is None or line is not None:
+        return note(line or "not analysed")
+    lines = [*other_thread_lines(python), *notes(python)]
+    return (
+        note(title(python), "summary")
+        + table(PYTHON_HEADERS, main_rows(python, shorten=False))
+        + "".join(note(text) for text in lines)
     )
 
 
@@ -250,12 +281,10 @@ def steps_section(analysis: Analysis) -> str:
     steps = analysis.steps
     stats = steps.stats()
     if not stats["steps"]:
+        if stats["found"]:
+            return note(f"No step in the analysed window ({stats['found']} in the trace).")
         return note("No steps found (no tf.function or annotation repeated on the main thread).")
-    summary = (
-        f"{stats['steps']} steps ({steps.source}): mean {stats['mean_ms']:.2f} ms, "
-        f"sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
-        f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms"
-    )
+    summary = steps_line(steps) or ""
     lo = analysis.window[0]
     rows = [
         (

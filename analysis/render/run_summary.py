@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.model.onednn import onednn_text
 from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
@@ -89,6 +90,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         f"versions   python {m.versions.get('python')}, tensorflow "
         f"{m.versions.get('tensorflow_runtime', '?')}",
         f"cpus       {len(m.host.cpu_affinity)} schedulable of {m.host.cpu_count}",
+        f"oneDNN     {onednn_text(m)}",
     ]
     for pool, info in m.pools.items():
         lines.append(f"{pool:10} {info.size} threads ({info.source})")

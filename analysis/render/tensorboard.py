@@ -6,7 +6,7 @@ shows a run ``tftrace`` (scalars, images, text) beside the profile plugin's sess
 
 What is written (tags):
 
-- ``concurrency/<pool>``: mean number of the pool's busy threads per bin, over the trace window
+- ``concurrency/<pool>``: mean number of the pool's busy threads per bin, over the analysed window
   (``concurrency_series``). Step = the bin's start in ms since the recorder started (the run's
   time axis, as everywhere in tftrace); wall time = when that bin happened, so TensorBoard's
   "relative" axis is time since the first bin and its "wall" axis is the clock of the recording.
@@ -45,13 +45,14 @@ from tensorboard.util import tensor_util
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
+from tftrace.analysis.render.window_text import warmup_line, window_line
 
 SUBDIR = "tftrace"
 EVENT_FILE_GLOB = "events.out.tfevents.*"
 MAX_POINTS = 1000
 MS = 1_000_000
 POOL_FIGURES = {
-    "mean": ("mean_concurrency", "Mean number of the pool's threads busy over the trace window."),
+    "mean": ("mean_concurrency", "Mean number of the pool's threads busy in the analysed window."),
     "peak": ("peak_concurrency", "Most of the pool's threads busy at one moment."),
     "utilisation": ("utilisation", "Busy thread-time / (pool size x window), 0-1."),
     "core_share": ("core_share", "Mean concurrency / schedulable CPUs (over 1: oversubscribed)."),
@@ -186,11 +187,12 @@ def finding_events(findings: Sequence[Finding], clock: _Clock) -> list[Any]:
 
 def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
     """``about``: what was analysed and how to read the axes."""
-    lo, hi = analysis.window
+    warmup = warmup_line(analysis.warmup)
     lines = [
         f"**run** `{analysis.run.path}`",
         "",
-        f"- trace window: {(hi - lo) / 1e9:.3f} s",
+        f"- analysed {window_line(analysis)}",
+        *([f"- {warmup}"] if warmup else []),
         f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
         "wall time = when it happened",
         "- single figures (pool, queue_delay, breakdown) are one point at step 0",

@@ -11,6 +11,17 @@ from typing import TYPE_CHECKING, Any
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
+from tftrace.analysis.render.python_text import (
+    HEADERS as PYTHON_HEADERS,
+)
+from tftrace.analysis.render.python_text import (
+    main_rows,
+    not_shown,
+    notes,
+    other_thread_lines,
+    title,
+)
+from tftrace.analysis.render.window_text import steps_line, warmup_line, window_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,12 +61,10 @@ def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
 def render(analysis: Analysis, out: Console | None = None) -> None:
     """Print the analysis (findings first, then every table) on ``out`` (default: stdout)."""
     console = out or make_console()
-    lo, hi = analysis.window
-    console.print(
-        f"{analysis.run.path}  window {(hi - lo) / 1e9:.3f} s of trace",
-        markup=False,
-        highlight=False,
-    )
+    console.print(f"{analysis.run.path}  {window_line(analysis)}", markup=False, highlight=False)
+    warmup = warmup_line(analysis.warmup)
+    if warmup:
+        console.print(warmup, markup=False, highlight=False)
     _render_findings(console, analysis.findings)
     pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
     for cells in pool_rows(analysis.pools):
@@ -91,16 +100,11 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
         )
     console.print(cpu)
     console.print(_breakdown_table(analysis))
+    _render_python(console, analysis)
     console.print(_ops_table(analysis))
-    stats = analysis.steps.stats()
-    if stats["steps"]:
-        console.print(
-            f"steps: {stats['steps']} ({analysis.steps.source}), mean {stats['mean_ms']:.2f} ms, "
-            f"sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
-            f"min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f} ms",
-            markup=False,
-            highlight=False,
-        )
+    steps = steps_line(analysis.steps)
+    if steps:
+        console.print(steps, markup=False, highlight=False)
     for line in analysis.run.missing:
         console.print(f"missing: {line}", markup=False, highlight=False)
 
@@ -112,6 +116,22 @@ def _breakdown_table(analysis: Analysis) -> Any:
     for r in analysis.breakdown.itertuples():
         table.add_row(r.category, f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
     return table
+
+
+def _render_python(console: Console, analysis: Analysis) -> None:
+    """Which Python functions took the time, where Python time matters (else one line)."""
+    python = analysis.python_time
+    line = not_shown(analysis)
+    if python is None or line is not None:
+        if line:
+            console.print(line, markup=False, highlight=False)
+        return
+    table = _table(title(python), PYTHON_HEADERS)
+    for cells in main_rows(python):
+        table.add_row(*cells)
+    console.print(table)
+    for text in [*other_thread_lines(python), *notes(python)]:
+        console.print(text, markup=False, highlight=False)
 
 
 def _ops_table(analysis: Analysis) -> Any:

@@ -119,9 +119,23 @@ def time_run(facts: TimedRun, how: Measure, marker: str | None, warmup: int = 1)
     return row
 
 
+def ignored_setters_warning(runs: pd.DataFrame) -> list[str]:
+    """The script's own setter calls that the sweep recorded and did not apply: one warning."""
+    calls = [c for key in POOLS for cs in runs[f"{key}_calls"] for c in cs]
+    ignored = dict.fromkeys(
+        f"{c['setter']}({c['value']})" for c in calls if c.get("applied", True) is False
+    )
+    if not ignored:
+        return []
+    return [
+        f"the script calls {', '.join(ignored)} itself: ignored, the sweep sets the pools; "
+        "use --keep-script-settings to apply them"
+    ]
+
+
 def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
     """Settings the workload changed or ignored: what was asked for is not what ran."""
-    out: list[str] = []
+    out = ignored_setters_warning(runs)
     for key in POOLS:
         asked = runs[key]
         if asked.isna().all():
@@ -137,7 +151,12 @@ def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
             )
         if differ.empty:
             continue
-        ok = [c for calls in differ[f"{key}_calls"] for c in calls if not c.get("error")]
+        ok = [
+            c
+            for calls in differ[f"{key}_calls"]
+            for c in calls
+            if not c.get("error") and c.get("applied", True)
+        ]
         sizes = sorted({int(v) for v in differ[f"{key}_effective"].dropna()})
         if ok:
             out.append(

@@ -78,6 +78,7 @@ def sweep(
     baseline: str | tuple[int | None, int | None] | None = None,
     record_each: bool = False,
     explain: bool = True,
+    keep_script_settings: bool = False,
     output: str | os.PathLike[str] | None = None,
     name: str | None = None,
     progress: Callable[[SweepProgress], None] | None = None,
@@ -108,6 +109,9 @@ def sweep(
             with ``-`` for a pool left to TF; by default the first setting.
         record_each: record and analyse one run of every setting (pool concurrency, finding).
         explain: record the baseline and the recommended setting to explain the verdict.
+        keep_script_settings: apply the workload's own ``tf.config.threading`` setter calls.
+            By default the sweep owns the pool sizes: the calls are recorded and warned about,
+            not applied, so they neither override the setting swept nor raise.
         output: the sweep directory to create (empty if it exists); by default a new one
             under ``./tftrace-sweeps/``, its name ending in ``name``.
         name: a label for the sweep, kept in the default directory's name.
@@ -146,6 +150,7 @@ def sweep(
         baseline=baseline,
         record_each=record_each,
         explain=explain,
+        keep_script_settings=keep_script_settings,
         output=output,
         name=name,
     )
@@ -176,6 +181,7 @@ def _plan(
     baseline: str | tuple[int | None, int | None] | None,
     record_each: bool,
     explain: bool,
+    keep_script_settings: bool,
     output: str | os.PathLike[str] | None,
     name: str | None,
 ) -> _Plan:
@@ -210,6 +216,7 @@ def _plan(
         output=path,
         record_each=record_each,
         marker=marker,
+        keep_script_settings=keep_script_settings,
     )
     asked = {
         "intra": intra_text,
@@ -219,6 +226,7 @@ def _plan(
         "marker": marker,
         "warmup_steps": warmup_steps,
         "record": record_each,
+        "keep_script_settings": keep_script_settings,
     }
     return _Plan(options, _baseline(baseline, settings), how, warmup_steps, explain, asked)
 

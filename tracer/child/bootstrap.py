@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tftrace.analysis.model.vocabulary import ONEDNN_ENV
+
 from ..environment import clock_anchor
 from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
@@ -64,11 +66,24 @@ def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
 
 
 def _user_traceback(tb: TracebackType | None) -> TracebackType | None:
-    """Drop the bootstrap's and runpy's own frames, as python's traceback would not show them."""
-    here = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in here:
+    """Drop tftrace's own frames (the bootstrap, runpy, the setter wrapper) wherever they are in
+    the chain, as python's traceback would not show them."""
+    ours = {os.path.abspath(f) for f in (__file__, runpy.__file__, setter_calls.__file__)}
+    # runpy is frozen since 3.11: its frames name "<frozen runpy>", not its file.
+    frozen = runpy.run_path.__code__.co_filename
+
+    def is_ours(t: TracebackType) -> bool:
+        name = t.tb_frame.f_code.co_filename
+        return name == frozen or os.path.abspath(name) in ours
+
+    kept: list[TracebackType] = []
+    while tb is not None:
+        if not is_ours(tb):
+            kept.append(tb)
         tb = tb.tb_next
-    return tb
+    for t, after in zip(kept, [*kept[1:], None], strict=True):
+        t.tb_next = after
+    return kept[0] if kept else None
 
 
 def check_module(target: dict[str, Any]) -> None:
@@ -139,7 +154,9 @@ def main(config_path: str) -> int:
     profiling = config["tf_profiler"]["enabled"]
     if profiling or config.get("step_timer"):
         try:
-            setter_calls.install(report["setter_calls"])
+            setter_calls.install(
+                report["setter_calls"], apply=config.get("keep_script_settings", True)
+            )
         except Exception as e:
             report["setter_calls_error"] = f"{type(e).__name__}: {e}"
     if profiling:
@@ -169,12 +186,12 @@ def main(config_path: str) -> int:
         interrupted = True
         exit_code = 128 + signal.SIGINT
     except BaseException as e:  # the workload's own failure: shown as python shows it
+        e.with_traceback(_user_traceback(e.__traceback__))
         report["exception"] = {
             "type": type(e).__qualname__,
             "message": str(e),
             "traceback": traceback.format_exception(e),
         }
-        e.with_traceback(_user_traceback(e.__traceback__))
         sys.excepthook(type(e), e, e.__traceback__)
         exit_code = 1
     finally:
@@ -214,6 +231,24 @@ def _describe_tf(report: dict[str, Any]) -> None:
         report["tensorflow_version"] = getattr(tf, "__version__", None)
     except Exception as e:
         report["configured_pools_error"] = f"{type(e).__name__}: {e}"
+    report["onednn"] = _onednn(tf_loaded="tensorflow" in sys.modules)
+
+
+def _onednn(tf_loaded: bool) -> dict[str, Any]:
+    """Whether TF ran its oneDNN kernels, by TF's own answer, beside the variable that forces
+    it. TF's default depends on the CPU (on with AVX-512-class features), so the variable
+    alone does not say. TF is asked only when the workload imported it."""
+    answer: dict[str, Any] = {"enabled": None, "env": os.environ.get(ONEDNN_ENV)}
+    if not tf_loaded:
+        answer["reason"] = "the workload did not import tensorflow"
+        return answer
+    try:
+        from tensorflow.python.util import _pywrap_util_port  # TF's own test, not public API
+
+        answer["enabled"] = bool(_pywrap_util_port.IsMklEnabled())
+    except Exception as e:  # a TF without it (older or newer): say so, infer from the trace
+        answer["reason"] = f"{type(e).__name__}: {e}"
+    return answer
 
 
 if __name__ == "__main__":

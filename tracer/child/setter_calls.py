@@ -2,7 +2,9 @@
 
 The pools are process-global and sized once; a setter called after the runtime
 started raises (or, in older TF, is silently ignored). Recording each call with
-its outcome lets the analysis say "your script asked for X but ran with Y".
+its outcome lets the analysis say "your script asked for X but ran with Y". In a sweep the
+sweep owns the pool sizes: the calls are recorded but not applied (``apply=False``), so they
+neither override the sweep's setting nor raise.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 SETTERS = ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads")
 
 
-def install(calls: list[dict[str, Any]]) -> None:
-    """Wrap the public setters; each call is passed through unchanged."""
+def install(calls: list[dict[str, Any]], apply: bool = True) -> None:
+    """Wrap the public setters; each call is passed through unchanged, or with ``apply=False``
+    only recorded (it returns None, as the setters do)."""
     import tensorflow as tf
 
     module = tf.config.threading
@@ -23,18 +26,22 @@ def install(calls: list[dict[str, Any]]) -> None:
         original = getattr(module, name, None)
         if original is None or getattr(original, "__tftrace_wrapped__", False):
             continue
-        setattr(module, name, _wrap(name, original, calls))
+        setattr(module, name, _wrap(name, original, calls, apply))
 
 
-def _wrap(name: str, original: Any, calls: list[dict[str, Any]]) -> Any:
+def _wrap(name: str, original: Any, calls: list[dict[str, Any]], apply: bool) -> Any:
     @functools.wraps(original)
     def wrapper(num_threads: Any) -> Any:
         entry: dict[str, Any] = {
             "setter": name,
             "value": num_threads,
             "monotonic_ns": time.monotonic_ns(),
+            "applied": apply,
         }
         calls.append(entry)
+        if not apply:
+            entry["error"] = None
+            return None
         try:
             result = original(num_threads)
         except BaseException as e:

@@ -17,6 +17,31 @@ def add_run_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", help="the profile session to load (default: the newest)")
 
 
+def add_window_arguments(parser: argparse.ArgumentParser, covers: str) -> None:
+    """--window and --warmup-steps, as every command whose output covers a span of the run
+    takes them (``covers``: what the window selects, for the help)."""
+    parser.add_argument(
+        "--window",
+        default="steady",
+        metavar="steady|all|A:B|T0:T1",
+        help=f"the span {covers}: steady (default: the steps after the warm-up, or the whole "
+        "trace where no steps exist), all, steps A:B (from 1; A: or :B leave an end open) or "
+        "T0:T1 in seconds on the run's axis (with a decimal point or s: 1.5:3.0, 2s:4s)",
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=1,
+        metavar="N",
+        help="steps of the warm-up, left out of a steady window (default 1: the call that traces)",
+    )
+
+
+def window_options(ns: argparse.Namespace) -> dict[str, Any]:
+    """The window arguments as ``tftrace.analyze`` takes them."""
+    return {"window": ns.window, "warmup_steps": ns.warmup_steps}
+
+
 def load_run(ns: argparse.Namespace) -> Any:
     """``load()`` the run named on the command line (bad input raises ``TraceError``)."""
     from tftrace.analysis.model.run import load

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tftrace.commands import add_run_argument, load_run
+from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
 from tftrace.errors import CliError
 
 NAME = "export"
@@ -37,6 +37,8 @@ defaults for -o (under the run directory; for a bare .xplane.pb, the directory h
   csv       RUN/export/csv/               one <table>.csv per table + schema.json (column dtypes)
   parquet   RUN/export/parquet/           one <table>.parquet per table + schema.json
 A trace path ending in .gz is gzip-compressed, any other is plain JSON, whatever the format.
+The trace and the tables stay whole; --window only marks the analysed window (and the
+warm-up) in the trace, as slices of a "tftrace window" process at the top.
 Times: the trace in microseconds, the tables in nanoseconds, both since the recorder started.
 """
 
@@ -45,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     add_run_argument(parser)
+    add_window_arguments(parser, "marked in a trace (the export itself stays whole)")
     parser.add_argument(
         "--format",
         required=True,
@@ -73,13 +76,16 @@ def _check_output(path: Path, fmt: str) -> None:
         raise CliError(f"export: {path} is a file; {fmt} writes a directory of tables")
 
 
-def _export_trace(run: Any, path: Path) -> str:
+def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
     from tftrace.analysis.export.trace import build_trace, write_trace
+    from tftrace.analysis.export.window_marks import window_marks
 
     if run.events.empty:
         why = "; ".join(run.missing) or "the trace holds no host events"
         raise CliError(f"export: {run.path} has no trace events to export ({why})")
+    marks = window_marks(run, **window)  # first: a bad window fails before the long part
     trace = build_trace(run)
+    trace["traceEvents"] += marks
     path.parent.mkdir(parents=True, exist_ok=True)
     size = write_trace(trace, path)
     return f"{path} ({len(trace['traceEvents'])} events, {size / 1024:.0f} KiB)"
@@ -101,7 +107,7 @@ def run(ns: argparse.Namespace) -> int:
     _check_output(path, ns.format)
     try:
         if ns.format in TRACE_FORMATS:
-            written = _export_trace(loaded, path)
+            written = _export_trace(loaded, path, window_options(ns))
         else:
             written = _export_tables(loaded, path, ns.format)
     except OSError as e:

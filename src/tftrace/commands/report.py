@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tftrace.commands import add_run_argument, load_run
+from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
 from tftrace.errors import CliError
 
 NAME = "report"
@@ -25,6 +25,7 @@ DEFAULT_NAME = "report.html"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
+    add_window_arguments(parser, "the report's figures and findings cover")
     parser.add_argument(
         "-o",
         "--output",
@@ -69,7 +70,7 @@ def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.analyze import analyze
 
-    analysis = analyze(load_run(ns))
+    analysis = analyze(load_run(ns), **window_options(ns))
     page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
         files = write_report(analysis, page, image_dir)

@@ -85,6 +85,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="do not record the baseline and recommended settings to explain the verdict",
     )
     p.add_argument(
+        "--keep-script-settings",
+        action="store_true",
+        help="apply the script's own tf.config.threading.set_*_parallelism_threads calls "
+        "(default: record them only, so that the sweep sets the pools)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         type=Path,
@@ -124,6 +130,7 @@ def run(ns: argparse.Namespace) -> int:
                 baseline=ns.baseline,
                 record_each=ns.record,
                 explain=not ns.no_explain,
+                keep_script_settings=ns.keep_script_settings,
                 output=ns.output,
                 name=ns.name,
                 progress=show,

@@ -1,4 +1,7 @@
-"""``tftrace threads RUN``: every thread of a run, its pool and the evidence for it."""
+"""``tftrace threads RUN``: every thread of a run, its pool and the evidence for it.
+
+No ``--window``: a thread's pool and the evidence for it do not depend on a span of time (the
+table lists every thread any source saw, first and last sighting included)."""
 
 from __future__ import annotations
 

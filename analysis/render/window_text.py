@@ -1,0 +1,49 @@
+"""The analysed window and the warm-up as text: one line each, the same in the terminal, the HTML
+report and TensorBoard's about text (which escape or not as their medium needs)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.steps import Steps
+    from tftrace.analysis.metrics.warmup import Warmup
+
+
+def window_line(analysis: Analysis) -> str:
+    """``window 0.297 s (23.938-24.235 s): steady: steps 2-6 of 6 (...), after 1 warm-up step``"""
+    lo, hi = analysis.window
+    return (
+        f"window {(hi - lo) / 1e9:.3f} s ({lo / 1e9:.3f}-{hi / 1e9:.3f} s): {analysis.window_basis}"
+    )
+
+
+def warmup_line(warmup: Warmup | None) -> str | None:
+    """``warm-up: step 1, 11.970 s: tracing (graph building) 62%, ...``; None without one."""
+    if warmup is None:
+        return None
+    which = "step 1" if warmup.steps == 1 else f"steps 1-{warmup.steps}"
+    parts = [
+        f"{r.category} {r.share:.0%}"
+        for r in warmup.breakdown.sort_values("ns", ascending=False).itertuples()
+        if r.ns > 0 and r.share >= 0.005
+    ]
+    before = f"; {warmup.before_ns / 1e9:.3f} s of trace before it" if warmup.before_ns else ""
+    return (
+        f"warm-up: {which}, {warmup.seconds:.3f} s: {', '.join(parts) or 'nothing traced'}{before}"
+    )
+
+
+def steps_line(steps: Steps) -> str | None:
+    """``steps: 5 of 6 in the window (tf.function train), 1 batch each, mean ...``."""
+    stats = steps.stats()
+    if not stats["steps"]:
+        return None
+    batches = stats["batches_per_step"]
+    each = f", {batches:g} batch{'es' * (batches != 1)} each" if batches else ""
+    return (
+        f"steps: {stats['steps']} of {stats['found']} in the window ({steps.source}){each}, "
+        f"mean {stats['mean_ms']:.2f} ms, sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
+        f"min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f} ms"
+    )
