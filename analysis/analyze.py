@@ -18,8 +18,10 @@ from typing import Any
 import pandas as pd
 
 from tftrace.analysis.findings import Finding, diagnose
+from tftrace.analysis.findings.coverage import not_checked
 from tftrace.analysis.metrics.breakdown import breakdown
 from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurrencies, pools_frame
+from tftrace.analysis.metrics.core_use import CoreUse, core_use
 from tftrace.analysis.metrics.cpu_time import pool_cpu
 from tftrace.analysis.metrics.ops import top_op_types
 from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTime, python_time
@@ -29,6 +31,7 @@ from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
 from tftrace.analysis.metrics.window import STEADY, WindowArg, parse_window, resolve_window
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.trace_facts import with_trace_facts
 
 
 @dataclass(frozen=True, repr=False)
@@ -45,7 +48,8 @@ class Analysis:
       finding covers this window.
     - ``warmup``: the first step(s) on their own (span, what the main thread did: tracing,
       instantiation, variable initialisation, ...); None without steps.
-    - ``findings``: tuple of ``Finding``, most severe first; empty when nothing is wrong.
+    - ``findings``: tuple of ``Finding``, causes first, then most severe first; empty when
+      nothing is wrong.
     - ``pools``: size, mean and peak concurrency, utilisation and share of the cores per pool;
       ``concurrency``: the same per ``Pool`` as objects, with ``.series(resolution_ns)`` (busy
       threads over time) and ``.histogram()`` (time at each level of concurrency).
@@ -56,6 +60,10 @@ class Analysis:
     - ``steps``: the training/inference steps in the window, with a per-step breakdown.
     - ``python_time``: the top Python functions per Python thread by self and total time
       (py-spy), py-spy's error share, and whether Python time matters in the window.
+    - ``core_use``: the headline: how many of the usable cores the process kept busy, where
+      the idle core-time went by cause, and the most thread settings could gain.
+    - ``not_checked``: one line per rule the run lacks the data for (a bare trace has no OS
+      sampler, no manifest, and no CPU count unless ``cpus`` gives it).
 
     In Jupyter an Analysis shows itself as the report's tables; ``print(analysis)`` gives the
     terminal report; ``analysis.to_json()`` the figures as JSON values. Example::
@@ -78,6 +86,8 @@ class Analysis:
     python_time: PythonTime | None = None
     window_basis: str = "all: the whole trace"
     warmup: Warmup | None = None
+    core_use: CoreUse | None = None
+    not_checked: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -89,7 +99,9 @@ class Analysis:
             ]
 
         return {
+            "core_use": self.core_use.to_json() if self.core_use else None,
             "findings": [f.to_json() for f in self.findings],
+            "not_checked": list(self.not_checked),
             "run": str(self.run.path),
             "window_ns": list(self.window),
             "window": {
@@ -133,12 +145,16 @@ class Analysis:
         return analysis_fragment(self)
 
 
-def measure(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Analysis:
+def measure(
+    run: Run, window: WindowArg = STEADY, warmup_steps: int = 1, cpus: int | None = None
+) -> Analysis:
     """The metrics of ``run`` over ``window`` (see ``analyze``), without findings."""
+    run = with_trace_facts(run, cpus)
     spec = parse_window(window, warmup_steps)
     steps = find_steps(run)
     span, basis = resolve_window(run, steps, spec)
     concurrency = pool_concurrencies(run, span)
+    in_window = steps.within(span)
     return Analysis(
         run,
         span,
@@ -147,15 +163,21 @@ def measure(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Anal
         pool_cpu(run, span),
         top_op_types(run, window=span),
         breakdown(run, span),
-        steps.within(span),
+        in_window,
         concurrency,
         window_basis=basis,
         warmup=measure_warmup(run, steps, spec.warmup_steps),
+        core_use=core_use(
+            run, span, concurrency, len(in_window.table), cpus_given=cpus is not None
+        ),
+        not_checked=not_checked(run),
     )
 
 
-def analyze(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Analysis:
-    """Measure a loaded run and diagnose it: metrics and findings (most severe first).
+def analyze(
+    run: Run, window: WindowArg = STEADY, warmup_steps: int = 1, cpus: int | None = None
+) -> Analysis:
+    """Measure a loaded run and diagnose it: metrics and findings (causes first, then most severe).
 
     Args:
         run: a ``Run`` from ``tftrace.load(path)``.
@@ -165,6 +187,9 @@ def analyze(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Anal
             axis (with a decimal point or ``s``: ``"1.5:3.0"``). A bad window raises
             ``TftraceError`` naming the steps or times the run has.
         warmup_steps: the steps of the warm-up (default 1: the call that traces).
+        cpus: the CPUs the process could use, where the run does not say (a bare
+            ``.xplane.pb``: its pool sizes come from the trace's threads, the CPU count from
+            here); given, it replaces the recorded count.
 
     Returns:
         An ``Analysis``; see its attributes. Nothing is printed.
@@ -177,8 +202,8 @@ def analyze(run: Run, window: WindowArg = STEADY, warmup_steps: int = 1) -> Anal
         for finding in analysis.findings:
             print(finding.message, "->", finding.action)
     """
-    metrics = measure(run, window, warmup_steps)
-    findings = tuple(diagnose(run, metrics))
+    metrics = measure(run, window, warmup_steps, cpus)
+    findings = tuple(diagnose(metrics.run, metrics))
     return dataclasses.replace(
         metrics, findings=findings, python_time=which_python(run, metrics, findings)
     )
@@ -191,4 +216,4 @@ def which_python(run: Run, metrics: Analysis, findings: tuple[Finding, ...]) -> 
     matters = float(shares.get("python / host", 0.0)) >= PYTHON_MATTERS_SHARE or any(
         f.id == "python-bound" for f in findings
     )
-    return python_time(run, metrics.window, matters=matters)
+    return python_time(metrics.run, metrics.window, matters=matters)

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import EXAMPLES, SAMPLE_RUN, WORKLOADS, quiet_env, tftrace_command
 from tftrace.analysis.analyze import measure as analyze
-from tftrace.analysis.findings import Severity, diagnose
+from tftrace.analysis.findings import Finding, Severity, diagnose
 from tftrace.analysis.findings.pool_rules import eigen_spin
 from tftrace.analysis.findings.settings_rules import pinned_sizes_vs_cpus
 from tftrace.analysis.model.run import load
@@ -30,11 +30,13 @@ RECORDINGS: dict[str, tuple[tuple[str, ...], int | None, int | None]] = {
     "big-intra4": (("eager_big_matmul.py",), 4, 1),
     "branches-inter1": (("two_big_branches.py",), 1, 1),
     "branches-inter2": (("two_big_branches.py",), 1, 2),
+    "chains-intra2-inter2": (("branches.py",), 2, 2),
     "small-ops": (("small_ops.py",), 2, 2),
     "py-function": (("py_function_loop.py",), 1, 1),
     "py-function-intra2": (("py_function_loop.py",), 2, 2),
     "data-sequential": (("data_sequential.py",), 2, 2),
     "data-parallel": (("data_parallel_heavy_step.py",), 2, 2),
+    "map-autotune": (("data_map_parallel.py", "autotune"), 2, 2),
     "late-setter": (("late_setter.py",), 2, 2),
     "own-settings": (("own_settings.py",), None, None),
     "small-elementwise": (("eager_small_elementwise.py",), 2, 2),
@@ -56,8 +58,8 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def findings(tmp_path_factory) -> dict[str, list[str]]:
-    """Finding ids of every recording, recorded once for the whole module."""
+def diagnosed(tmp_path_factory) -> dict[str, list[Finding]]:
+    """The findings of every recording, recorded once for the whole module."""
     import subprocess
 
     out = {}
@@ -77,8 +79,14 @@ def findings(tmp_path_factory) -> dict[str, list[str]]:
         )
         assert proc.returncode == 0, proc.stderr
         run = load(run_dir)
-        out[name] = [f.id for f in diagnose(run, analyze(run))]
+        out[name] = diagnose(run, analyze(run))
     return out
+
+
+@pytest.fixture(scope="module")
+def findings(diagnosed) -> dict[str, list[str]]:
+    """Finding ids of every recording."""
+    return {name: [f.id for f in found] for name, found in diagnosed.items()}
 
 
 @pytest.mark.parametrize("rule", CASES)
@@ -93,6 +101,39 @@ def test_python_ops_are_python_bound_not_too_small_to_split(findings):
     """A tf.py_function holds the GIL: no Eigen split was possible, so that rule stays quiet."""
     assert "python-bound" in findings["py-function-intra2"]
     assert "ops-too-small-to-split" not in findings["py-function-intra2"]
+
+
+def test_two_chains_side_by_side_keep_both_cores_busy(findings):
+    """Two independent matmul chains at inter 2 / intra 2 on 2 cores: each op gets about one
+    Eigen worker because the other chain holds the other core. No core was free, so the ops
+    were not too small to split (the rule once said "the ops taking 150% of the time")."""
+    assert "ops-too-small-to-split" not in findings["chains-intra2-inter2"]
+
+
+def test_input_pipeline_says_how_parallel_its_map_ran(diagnosed):
+    """A map with num_parallel_calls=AUTOTUNE is measured running elements side by side; a map
+    without num_parallel_calls is measured running one at a time."""
+    by_id = {
+        name: {f.id: f for f in diagnosed[name]} for name in ("map-autotune", "data-sequential")
+    }
+    parallel = by_id["map-autotune"]["input-pipeline-starves-step"]
+    assert "its map runs in parallel" in parallel.message, parallel.message
+    assert "one element at a time" not in parallel.message
+    assert parallel.evidence["tf_data_parallelism"] >= 1.3
+    sequential = by_id["data-sequential"]["input-pipeline-starves-step"]
+    assert "its map runs one element at a time" in sequential.message, sequential.message
+    assert sequential.evidence["tf_data_parallelism"] < 1.3
+
+
+def test_causes_come_before_their_consequences(diagnosed):
+    """Small ops in an input-starved step follow from the pipeline; a consequence names its
+    causes and comes after them, in every recording."""
+    for name, found in diagnosed.items():
+        ids = [f.id for f in found]
+        for k, f in enumerate(found):
+            assert set(f.consequence_of) <= set(ids[:k]), (name, ids)
+    small = {f.id: f for f in diagnosed["data-sequential"]}.get("ops-too-small-to-split")
+    assert small is None or "input-pipeline-starves-step" in small.consequence_of
 
 
 def test_pasted_classic_experiment_recorded_as_written(tmp_path: Path):
@@ -123,9 +164,10 @@ def test_pasted_classic_experiment_recorded_as_written(tmp_path: Path):
 
 
 def test_findings_are_ordered_by_severity():
+    """Causes first (findings that are no other's consequence), then most severe first."""
     run = load(SAMPLE_RUN)
-    found = diagnose(run, analyze(run))
-    order = [list(Severity).index(f.severity) for f in found]
+    found = diagnose(run, analyze(run, window="all"))
+    order = [(bool(f.consequence_of), list(Severity).index(f.severity)) for f in found]
     assert order == sorted(order)
     assert all(f.action and f.message and f.evidence for f in found)
 

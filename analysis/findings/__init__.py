@@ -2,8 +2,9 @@
 
 A finding is data (``Finding``, ``finding.py``); the rules are small functions of a run and its
 metrics, grouped by what they look at (``pool_rules``, ``workload_rules``, ``settings_rules``),
-each documented with the threshold it uses. ``diagnose`` runs them all and orders the findings
-by severity. Renderers (terminal, HTML, TensorBoard) only display them.
+each documented with its premise and the threshold it uses. ``diagnose`` runs them all, marks
+a finding that is the consequence of another (``consequence_of``) and orders them: causes
+first, then by severity. Renderers (terminal, HTML, TensorBoard) only display them.
 """
 
 from tftrace.analysis.findings.diagnose import RULES, diagnose

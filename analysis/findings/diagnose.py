@@ -1,14 +1,23 @@
-"""Run every rule on an analysed run: ``diagnose(run, analysis)`` -> findings, most severe first.
+"""Run every rule on an analysed run: ``diagnose(run, analysis)`` -> findings, causes first, then
+most severe first.
 
-Each rule is a small function of the run and its metrics, documented with the threshold it uses
-(see docs/analyses.md, "Findings").
+Each rule is a small function of the run and its metrics, documented with its premise and the
+threshold it uses (see docs/analyses.md, "Findings"). Two checks hold for every rule:
+
+- Every share a rule prints is of the analysis window (or, where its message says so, of a
+  pool's CPU time) and lies in [0, 1]; a rule puts each in its evidence under a key ending in
+  ``share``, and ``diagnose`` refuses a finding whose share is outside (a bug in its rule).
+- When two findings explain the same time, ``CONSEQUENCES`` says which is the cause: the
+  consequence keeps its figures, names its causes in ``consequence_of`` and comes after them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.findings.core_rules import underused_cores
 from tftrace.analysis.findings.finding import SEVERITY_ORDER, Finding
 from tftrace.analysis.findings.pool_rules import (
     eigen_spin,
@@ -35,15 +44,57 @@ RULES: tuple[Callable[[Run, Analysis], list[Finding]], ...] = (
     eigen_spin,
     pinned_sizes_vs_cpus,
     setters_too_late,
+    underused_cores,
 )
 
 
+# consequence id -> the ids of findings that, when they fire too, explain the same time as its
+# cause: ops in a Python-bound or input-starved step are small or inline because the step does
+# little else (the Python, or the pipeline, is what to fix); cores idle for those reasons.
+CONSEQUENCES: dict[str, tuple[str, ...]] = {
+    "ops-too-small-to-split": ("python-bound", "input-pipeline-starves-step"),
+    "ops-run-inline": ("python-bound", "input-pipeline-starves-step"),
+    "underused-cores": (
+        "python-bound",
+        "input-pipeline-starves-step",
+        "idle-cores-while-work-waited",
+        "ops-too-small-to-split",
+        "ops-run-inline",
+        "threading-set-too-late",
+    ),
+}
+SHARE_TOLERANCE = 1e-6  # rounding
+
+
+def check_shares(finding: Finding) -> Finding:
+    """``finding`` itself, or ValueError when a share in its evidence is outside [0, 1]."""
+    for key, value in finding.evidence.items():
+        share = key.endswith("share") and isinstance(value, int | float)
+        if share and not -SHARE_TOLERANCE <= value <= 1 + SHARE_TOLERANCE:
+            raise ValueError(
+                f"finding {finding.id}: {key} = {value} is not a share in [0, 1] "
+                "(a bug in its rule)"
+            )
+    return finding
+
+
+def with_causes(found: list[Finding]) -> list[Finding]:
+    """``found`` with ``consequence_of`` set from ``CONSEQUENCES``; causes first, then by
+    severity (a stable sort: rules' order among equals)."""
+    fired = {f.id for f in found}
+    marked = [
+        replace(f, consequence_of=tuple(c for c in CONSEQUENCES.get(f.id, ()) if c in fired))
+        for f in found
+    ]
+    return sorted(marked, key=lambda f: (bool(f.consequence_of), SEVERITY_ORDER[f.severity]))
+
+
 def diagnose(run: Run, analysis: Analysis) -> list[Finding]:
-    """Every rule's findings, most severe first."""
+    """Every rule's findings over the analysis window: causes first, then most severe first."""
     window = analysis.window or trace_window(run)
     found = [
-        Finding(**{**f.__dict__, "window": f.window or window})
+        check_shares(replace(f, window=f.window or window))
         for rule in RULES
         for f in rule(run, analysis)
     ]
-    return sorted(found, key=lambda f: SEVERITY_ORDER[f.severity])
+    return with_causes(found)

@@ -30,8 +30,10 @@ SEVERITY_ORDER = {s: i for i, s in enumerate(Severity)}
 class Finding:
     """What a rule found: a stable ``id`` (e.g. ``"ops-run-inline"``), its ``severity``, the
     ``pool`` it concerns (None for the whole process), a one-sentence ``message`` with the
-    figures, one concrete ``action``, the ``evidence`` figures as a dict, and the ``window``
-    (start, end ns on the run's time axis) it was measured over.
+    figures, one concrete ``action``, the ``evidence`` figures as a dict, the ``window``
+    (start, end ns on the run's time axis) it was measured over, and ``consequence_of``: the
+    ids of findings of the same run that explain the same time as its cause (empty when it
+    stands on its own; ``diagnose`` sets it and puts the causes first).
 
     Example::
 
@@ -46,6 +48,7 @@ class Finding:
     action: str
     evidence: dict[str, Any] = field(default_factory=dict)
     window: tuple[int, int] | None = None
+    consequence_of: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The finding as plain JSON values (as ``tftrace analyze --json`` prints it)."""
@@ -57,4 +60,5 @@ class Finding:
             "action": self.action,
             "evidence": self.evidence,
             "window_ns": list(self.window) if self.window else None,
+            "consequence_of": list(self.consequence_of),
         }

@@ -14,7 +14,8 @@ from tftrace.analysis.findings.evidence import (
     severity_for,
 )
 from tftrace.analysis.findings.finding import Finding, Severity
-from tftrace.analysis.metrics.intervals import clip
+from tftrace.analysis.findings.free_cores import ns_with_cores_free, threads_at_work, working_ops
+from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -33,7 +34,12 @@ QUEUE_SHARE = 0.05  # closures waited with a core free for >= 5 % of the window
 
 
 def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
-    """Closures queued on the inter-op pool while fewer threads were busy than cores."""
+    """Premise: independent ops waited for an inter-op thread while cores could have run them.
+
+    Checked on the data: inter-op closures were queued (Record -> StartRegion) during at least
+    ``QUEUE_SHARE`` of the window (the union of their waits), and the inter-op pool's peak
+    concurrency stayed below the cores, so a larger pool would have had a core for them.
+    """
     cores = run.manifest.usable_cpus
     inter = pool_row(analysis, Pool.INTER_OP)
     share = category_share(analysis, "waiting for a thread")
@@ -41,8 +47,11 @@ def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
     pools = run.threads.set_index("thread")["pool"].astype(str)
     mine = regions[regions["thread"].map(pools) == Pool.INTER_OP.value]
     lo, hi = analysis.window
-    # the waits' time inside the window (clipped to it), as a share of it
-    s, e = clip(mine["scheduled_ns"].to_numpy(np.int64), mine["start_ns"].to_numpy(), lo, hi)
+    # the time any closure waited, inside the window: a union, so closures queued side by side
+    # count once and the share stays of the window
+    s, e = union(
+        *clip(mine["scheduled_ns"].to_numpy(np.int64), mine["start_ns"].to_numpy(), lo, hi)
+    )
     waited = float((e - s).sum()) / (hi - lo) if hi > lo else 0.0
     if cores is None or inter is None or inter["peak"] >= cores or waited < QUEUE_SHARE:
         return []
@@ -69,8 +78,8 @@ def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
 
 
 # Rule 2 -----------------------------------------------------------------------------------
-SMALL_OP_PARALLELISM = 1.2  # top ops kept fewer than 1.2 Eigen workers busy on average
-TOP_OP_SHARE = 0.2  # ... while taking >= 20 % of the window
+SMALL_OP_PARALLELISM = 1.2  # op types that kept fewer than 1.2 Eigen workers busy on average
+TOP_OP_SHARE = 0.2  # ... ran while cores were free >= 20 % of the window
 
 
 # Op types that are not Eigen work: function calls, input waits, and Python (python-bound).
@@ -78,35 +87,55 @@ NOT_SPLITTABLE = (INFERENCE_FUNCTION_PREFIX, ITERATOR_GET_NEXT, *PY_FUNCTION_OPS
 
 
 def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: ops that Eigen did not split left cores idle that splitting would have used.
+
+    Checked on the data: among the top op types (tf.function calls, input waits and
+    ``tf.py_function`` ops left out, and every op a py_function's Python ran), those that kept
+    fewer than ``SMALL_OP_PARALLELISM`` Eigen workers busy on average ran while cores were
+    free (fewer threads at work than usable cores, ``free_cores.py``) for at least
+    ``TOP_OP_SHARE`` of the window. Two chains of such ops side by side on as many cores keep
+    the cores busy: no finding. Without a CPU count (a bare trace) the intra-op pool's size
+    stands in for it, as TF sizes the pool by default. A trace without thread-pool events (TF
+    <= 2.16) does not show the Eigen workers' work, so neither premise can be checked there.
+    """
+    if run.regions.empty:
+        return []
     size = run.manifest.pool("intra_op").size or 0
-    ops = analysis.top_ops
-    ops = ops[~ops["op_type"].astype(str).str.startswith(NOT_SPLITTABLE)]
+    cores = run.manifest.usable_cpus or size
+    top = analysis.top_ops
+    top = top[~top["op_type"].astype(str).str.startswith(NOT_SPLITTABLE)]
+    small = top[top["parallelism"] < SMALL_OP_PARALLELISM]
     lo, hi = analysis.window
-    if size < 2 or ops.empty or hi <= lo:
+    if size < 2 or cores < 2 or small.empty or hi <= lo:
         return []
-    total_ns = ops["total_ms"].to_numpy() * 1e6
-    share = float(total_ns.sum()) / (hi - lo)
-    parallelism = float((ops["parallelism"] * total_ns).sum() / max(total_ns.sum(), 1))
-    if share < TOP_OP_SHARE or parallelism >= SMALL_OP_PARALLELISM:
+    ops = working_ops(run)
+    mine = ops[ops["op_type"].isin(small["op_type"]) & ~ops["python"]]
+    free_ns = ns_with_cores_free(threads_at_work(run, ops, (lo, hi)), cores, mine, (lo, hi))
+    share = free_ns / (hi - lo)
+    if share < TOP_OP_SHARE:
         return []
-    top = ", ".join(
-        f"{t} ({p:.2f})" for t, p in zip(ops["op_type"][:3], ops["parallelism"][:3], strict=False)
+    total_ns = small["total_ms"].to_numpy() * 1e6
+    parallelism = float((small["parallelism"] * total_ns).sum() / max(total_ns.sum(), 1))
+    named = ", ".join(
+        f"{t} ({p:.2f})"
+        for t, p in zip(small["op_type"][:3], small["parallelism"][:3], strict=False)
     )
     return [
         Finding(
             "ops-too-small-to-split",
             severity_for(share),
             Pool.INTRA_OP.value,
-            f"The intra-op pool has {size} threads, but the ops taking {share:.0%} of the time "
-            f"kept "
-            f"only {parallelism:.2f} Eigen workers busy on average: they are too small to split.",
+            f"The intra-op pool has {size} threads, but ops that kept only {parallelism:.2f} "
+            f"Eigen workers busy on average ran {share:.0%} of the time while fewer than "
+            f"{cores} threads worked: they are too small to split.",
             "Give each op more work (larger batches), or fewer intra-op threads and more inter-op "
             "threads so that independent small ops run side by side.",
             {
                 "intra_op_size": size,
-                "top_ops_share": round(share, 4),
+                "cores": cores,
+                "cores_free_share": round(share, 4),
                 "mean_parallelism": round(parallelism, 3),
-                "top_ops": top,
+                "top_ops": named,
             },
         )
     ]
@@ -117,6 +146,13 @@ WAIT_RATIO = 0.2  # workers runnable but not running >= 20 % of their CPU time
 
 
 def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premises: more intra-op workers than cores make them queue for a core; fewer, all busy,
+    leave cores that a larger pool would use.
+
+    Checked on the data: oversubscribed when the pool is larger than the cores and its workers'
+    run-queue wait (kernel, /proc) reached ``WAIT_RATIO`` of their CPU time; smaller than the
+    cores when every worker was busy at some point and the pool's mean was >= 80 % of its size.
+    """
     cores = run.manifest.usable_cpus
     size = run.manifest.pool("intra_op").size
     inter_size = run.manifest.pool("inter_op").size
@@ -153,7 +189,12 @@ def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
                 f"All {size} intra-op threads were busy {row['mean'] / size:.0%} of the time, with "
                 f"{cores - size} more cores available.",
                 f"Try intra_op_parallelism_threads={cores}.",
-                {"intra_op_size": size, "cores": cores, "mean": round(float(row["mean"]), 3)},
+                {
+                    "intra_op_size": size,
+                    "cores": cores,
+                    "mean": round(float(row["mean"]), 3),
+                    "all_busy_share": round(float(row["mean"]) / size, 4),
+                },
             )
         )
     return out
@@ -164,6 +205,12 @@ INLINE_SHARE = 0.2  # ops ran inline on their callers >= 20 % of the window
 
 
 def inline_ops(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: with intra_op_parallelism_threads = 1 every op runs on its caller, one core per
+    op, while other cores are free.
+
+    Checked on the data: intra = 1 on >= 2 cores and the breakdown's "op, intra idle" (an op
+    ran, no Eigen worker did) is >= ``INLINE_SHARE`` of the window.
+    """
     size = run.manifest.pool("intra_op").size
     cores = run.manifest.usable_cpus or 0
     if size != 1 or cores < 2:

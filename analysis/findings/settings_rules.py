@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 
 # Rule 8 -----------------------------------------------------------------------------------
 def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: a pool size fixed by hand (env or config) no longer follows the CPUs the process
+    may use, and a default size follows the CPUs but not a cgroup quota.
+
+    Checked on the data: the manifest's pool sizes and their source against the affinity mask
+    and the tightest cgroup quota recorded with the run.
+    """
     cpus = run.manifest.usable_cpus
     quota = run.manifest.host.cpu_quota
     out = []
@@ -64,6 +70,11 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
 
 # Rule 9 -----------------------------------------------------------------------------------
 def setters_too_late(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: a threading setter called after TF started does nothing (it raises), so the run
+    used other sizes than the script asked for.
+
+    Checked on the data: the setter calls recorded inside the workload, and their errors.
+    """
     failed = [c for c in run.manifest.workload.setter_calls if c.error]
     if not failed:
         return []

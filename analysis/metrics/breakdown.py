@@ -116,20 +116,32 @@ def _raw(intervals: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> StepFunc
     return StepFunction(times, level[:-1])
 
 
-def breakdown(
+def category_timeline(
     run: Run, window: tuple[int, int] | None = None, signals: Indicators | None = None
-) -> pd.DataFrame:
-    """ns and share of the window per category (rows in CATEGORIES order)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The window cut where any condition changes: (edges, the category of each segment as
+    an index into CATEGORIES); ``len(edges) == len(categories) + 1``."""
     lo, hi = window or trace_window(run)
     sig = signals or indicators(run)
     functions = [_raw(getattr(sig, name), lo, hi) for name in _ORDER]
     edges = np.unique(np.concatenate([f.times for f in functions]))
     if len(edges) < 2 or hi <= lo:
-        return pd.DataFrame({"category": CATEGORIES, "ns": 0, "share": 0.0})
-    width = np.diff(edges)
+        return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, len(CATEGORIES) - 1)
     on = [f.values[np.searchsorted(f.times, edges[:-1], side="right") - 1] > 0 for f in functions]
-    category = np.full(len(width), len(CATEGORIES) - 1)
+    category = np.full(len(edges) - 1, len(CATEGORIES) - 1)
     for index in reversed(range(len(on))):  # first match wins: assign the first one last
         category[on[index]] = _CATEGORY_OF[index]
+    return edges, category
+
+
+def breakdown(
+    run: Run, window: tuple[int, int] | None = None, signals: Indicators | None = None
+) -> pd.DataFrame:
+    """ns and share of the window per category (rows in CATEGORIES order)."""
+    lo, hi = window or trace_window(run)
+    edges, category = category_timeline(run, (lo, hi), signals)
+    if hi <= lo:
+        return pd.DataFrame({"category": CATEGORIES, "ns": 0, "share": 0.0})
+    width = np.diff(edges)
     ns = np.bincount(category, weights=width, minlength=len(CATEGORIES)).astype(np.int64)
     return pd.DataFrame({"category": CATEGORIES, "ns": ns, "share": ns / (hi - lo)})

@@ -19,10 +19,13 @@ from tftrace.analysis.model.run import Run
 def _delta(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
     """Growth of a cumulative counter over [lo, hi], linear between samples.
 
-    A thread first seen after ``lo`` was born in the window: its counters started at 0.
+    A thread first seen after ``lo`` was born in the window: its counters started at 0; one
+    first seen after ``hi`` counts nothing (its first counts are from after the window).
     """
     if len(t) == 0:
         return float("nan")
+    if t[0] > hi:
+        return 0.0
     start = np.interp(lo, t, value) if t[0] <= lo else 0.0
     return float(np.interp(hi, t, value) - start)
 

@@ -33,6 +33,9 @@ PRODUCER_ID_STAT = "_p"
 CONSUMER_ID_STAT = "_c"
 PRODUCER_TYPE_STAT = "_pt"
 CONSUMER_TYPE_STAT = "_ct"
+# _ct of an executor event (TF's ContextType::kTfExecutor): its _c names one run of a graph or
+# function executor, the same on every event of that run whatever thread it is on.
+EXECUTOR_CONTEXT_TYPE = 2
 
 # -- Thread names -----------------------------------------------------------------------------
 # TF names the threads it starts "tf_<name>". Their host lines are named "<that name>/<TF's

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tftrace import __version__
+from tftrace.analysis.render.core_use_text import core_use_section, not_checked_section
 from tftrace.analysis.render.html_sections import (
     FIGURES,
     breakdown_section,
@@ -36,8 +37,10 @@ from tftrace.analysis.render.html_sections import (
 from tftrace.analysis.render.window_text import window_line
 
 SECTIONS = (
+    ("core-use", "Core use"),
     ("run", "Run"),
     ("findings", "Findings"),
+    ("not-checked", "Not checked"),
     ("pools", "Pools"),
     ("breakdown", "Where the wall time went"),
     ("python", "Which Python"),
@@ -120,7 +123,9 @@ __all__ = ["CSS", "FIGURES", "SECTIONS", "analysis_fragment", "esc", "render_pag
 def _analysis_sections(analysis: Analysis) -> dict[str, str]:
     """The sections drawn from the Analysis alone, by anchor: the page's and the fragment's."""
     return {
+        "core-use": core_use_section(analysis),
         "findings": findings_section(analysis.findings),
+        "not-checked": not_checked_section(analysis),
         "pools": pools_section(analysis),
         "breakdown": breakdown_section(analysis),
         "python": python_section(analysis),

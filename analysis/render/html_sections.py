@@ -170,18 +170,25 @@ def finding(finding: object) -> str:
         + (f" &middot; {esc(pool)}" if not is_missing(pool) else "")
     )
     rows = [(str(k), fmt(v, ".4g")) for k, v in dict(evidence).items()]
+    causes = ", ".join(str(c) for c in getattr(finding, "consequence_of", None) or ())
     return (
         f'<div class="finding sev-{esc(css_class(severity))}">'
         f"<div>{head}</div>"
         f'<div class="msg">{esc(fmt(attr(finding, "message")))}</div>'
         f'<div class="action">{esc(fmt(attr(finding, "action")))}</div>'
+        + (
+            f'<div class="consequence">a consequence of {esc(causes)}: act on that first</div>'
+            if causes
+            else ""
+        )
         + (table(("evidence", "value"), rows, text_columns=2) if rows else "")
         + "</div>"
     )
 
 
 def findings_section(findings: Sequence[object]) -> str:
-    """Findings in the order given (most severe first, as the diagnosis sorts them)."""
+    """Findings in the order given (causes first, then most severe first, as the diagnosis
+    sorts them)."""
     if not findings:
         return note("no findings", "none")
     return "".join(finding(f) for f in findings)

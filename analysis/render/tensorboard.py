@@ -207,6 +207,8 @@ def render_findings(findings: Iterable[Finding]) -> str:
     for f in findings:
         pool_text = f" ({f.pool})" if f.pool else ""
         item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {f.message}"
+        if f.consequence_of:
+            item += f" *(a consequence of {', '.join(f.consequence_of)})*"
         items.append(f"{item}\n  *Action:* {f.action}" if f.action else item)
     return "\n".join(items) if items else "No findings."
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
+from tftrace.analysis.render.core_use_text import cause_rows, headline, not_checked_lines
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
 from tftrace.analysis.render.python_text import (
     HEADERS as PYTHON_HEADERS,
@@ -49,13 +51,19 @@ def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
     if not findings:
         console.print("findings: none", markup=False, highlight=False)
         return
-    console.print("[bold]findings[/bold] (most severe first)")
+    console.print("[bold]findings[/bold] (causes first, then most severe first)")
     for f in findings:
         where = f" [{f.pool}]" if f.pool else ""
         console.print(
             f"- {f.severity.value.upper()}{where} {f.message}", markup=False, highlight=False
         )
         console.print(f"  -> {f.action}", markup=False, highlight=False)
+        if f.consequence_of:
+            console.print(
+                f"  (a consequence of {', '.join(f.consequence_of)}: act on that first)",
+                markup=False,
+                highlight=False,
+            )
 
 
 def render(analysis: Analysis, out: Console | None = None) -> None:
@@ -65,7 +73,10 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     warmup = warmup_line(analysis.warmup)
     if warmup:
         console.print(warmup, markup=False, highlight=False)
+    _render_core_use(console, analysis)
     _render_findings(console, analysis.findings)
+    for line in not_checked_lines(analysis):
+        console.print(line, markup=False, highlight=False)
     pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
     for cells in pool_rows(analysis.pools):
         pools.add_row(*cells)
@@ -107,6 +118,23 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
         console.print(steps, markup=False, highlight=False)
     for line in analysis.run.missing:
         console.print(f"missing: {line}", markup=False, highlight=False)
+
+
+def _render_core_use(console: Console, analysis: Analysis) -> None:
+    """The headline first: cores busy, the idle core-time by cause, the most settings gain."""
+    use = analysis.core_use
+    if use is None:
+        return
+    for line in headline(use):
+        console.print(line, markup=False, highlight=False)
+    rows = cause_rows(use)
+    if rows:
+        table = _table("", CORE_USE_HEADERS)
+        for cells in rows:
+            table.add_row(*cells)
+        console.print(table)
+    for line in use.notes:
+        console.print(f"({line})", markup=False, highlight=False)
 
 
 def _breakdown_table(analysis: Analysis) -> Any:

@@ -37,6 +37,26 @@ def add_window_arguments(parser: argparse.ArgumentParser, covers: str) -> None:
     )
 
 
+def add_cpus_argument(parser: argparse.ArgumentParser) -> None:
+    """--cpus, as every command that analyses a run takes it."""
+    parser.add_argument(
+        "--cpus",
+        type=int,
+        metavar="N",
+        help="the CPUs the process could use, where the run does not say (a bare .xplane.pb: "
+        "pool sizes come from the trace's threads); replaces a recorded count",
+    )
+
+
+def analysis_options(ns: argparse.Namespace) -> dict[str, Any]:
+    """The window arguments and --cpus, as ``tftrace.analyze`` takes them."""
+    from tftrace.errors import CliError
+
+    if ns.cpus is not None and ns.cpus < 1:
+        raise CliError(f"--cpus must be at least 1, not {ns.cpus}")
+    return {**window_options(ns), "cpus": ns.cpus}
+
+
 def window_options(ns: argparse.Namespace) -> dict[str, Any]:
     """The window arguments as ``tftrace.analyze`` takes them."""
     return {"window": ns.window, "warmup_steps": ns.warmup_steps}

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
+from tftrace.commands import (
+    add_cpus_argument,
+    add_run_argument,
+    add_window_arguments,
+    analysis_options,
+    load_run,
+)
 
 NAME = "analyze"
 HELP = "findings, pools, concurrency, queue delay and CPU truth of a run"
@@ -14,6 +20,7 @@ HELP = "findings, pools, concurrency, queue delay and CPU truth of a run"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
     add_window_arguments(parser, "the figures and findings cover")
+    add_cpus_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -24,7 +31,7 @@ def run(ns: argparse.Namespace) -> int:
 
     # A spinner on a terminal while a large trace loads; nothing when output is redirected.
     with console(width=None, stderr=True).status(f"loading {ns.run} ..."):
-        analysis = analyze(load_run(ns), **window_options(ns))
+        analysis = analyze(load_run(ns), **analysis_options(ns))
     if ns.json:
         print(json.dumps(analysis.to_json(), indent=2))
     else:

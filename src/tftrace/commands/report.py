@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
+from tftrace.commands import (
+    add_cpus_argument,
+    add_run_argument,
+    add_window_arguments,
+    analysis_options,
+    load_run,
+)
 from tftrace.errors import CliError
 
 NAME = "report"
@@ -26,6 +32,7 @@ DEFAULT_NAME = "report.html"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
     add_window_arguments(parser, "the report's figures and findings cover")
+    add_cpus_argument(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -70,7 +77,7 @@ def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.analyze import analyze
 
-    analysis = analyze(load_run(ns), **window_options(ns))
+    analysis = analyze(load_run(ns), **analysis_options(ns))
     page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
         files = write_report(analysis, page, image_dir)

@@ -14,7 +14,13 @@ import argparse
 import time
 from pathlib import Path
 
-from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
+from tftrace.commands import (
+    add_cpus_argument,
+    add_run_argument,
+    add_window_arguments,
+    analysis_options,
+    load_run,
+)
 from tftrace.errors import CliError
 
 NAME = "tensorboard"
@@ -25,6 +31,7 @@ HOST = "127.0.0.1"
 def configure(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
     add_window_arguments(parser, "the summaries cover")
+    add_cpus_argument(parser)
     parser.add_argument(
         "--port", type=int, default=0, help="port to serve on (default: a free one)"
     )
@@ -41,7 +48,7 @@ def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.tensorboard import write_summaries
 
     loaded = load_run(ns)
-    analysis = analyze(loaded, **window_options(ns))
+    analysis = analyze(loaded, **analysis_options(ns))
     try:
         written = write_summaries(analysis, images=png_images(analysis))
     except OSError as e:

@@ -1,0 +1,389 @@
+"""Core use: how many of its usable cores the process kept busy over the window, and where the
+idle core-time went, by cause.
+
+Busy core-time is the kernel's CPU time of every thread of the process (the OS sampler's
+cumulative ``cpu_ns``, interpolated at the window's edges as ``cpu_time.py`` does). Without
+the sampler (a bare trace, ``--no-sampler``) the trace's busy threads stand in, capped at the
+cores. Idle core-time = cores x window - busy, cut by sampler interval: the run-queue wait
+of the process's threads in an interval takes the interval's idle cores first (they were
+runnable, the cores went elsewhere), the rest goes to the cause of each instant of the trace,
+the first that holds (see ``CAUSES`` and docs/analyses.md). The causes and an "unexplained"
+remainder add up to the idle core-time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
+from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
+from tftrace.analysis.metrics.concurrency import PoolConcurrency
+from tftrace.analysis.metrics.intervals import StepFunction, concurrency
+from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.trace_facts import FROM_TRACE
+from tftrace.analysis.model.vocabulary import FUNCTION_PREFIXES, ITERATOR_GET_NEXT, PY_FUNCTION_OPS
+
+# (key, label), in the order an instant is assigned (first match wins); run-queue wait is
+# taken per sampler interval before the others, "unexplained" is the rest.
+CAUSES = (
+    ("input", "input waits"),
+    ("python", "Python on the main thread"),
+    ("waiting", "waiting for a thread"),
+    ("run_queue", "run-queue wait (oversubscription)"),
+    ("too_small", "ops too small to split"),
+    ("chain", "one op runnable at a time (dependency chain)"),
+    ("dispatch", "dispatch & executor overhead"),
+    ("unexplained", "unexplained"),
+)
+LABELS = dict(CAUSES)
+# No thread setting shortens these: the Amdahl bound keeps their wall time.
+FIXED = ("input", "python")
+# Idle core-time a thread setting can act on: more threads, fewer threads, or ops side by side.
+RECOVERABLE = ("waiting", "run_queue", "too_small")
+
+_INPUT, _PYTHON, _WAITING, _TOO_SMALL = "input", "python", "waiting", "too_small"
+_CHAIN, _DISPATCH, _UNEXPLAINED = "chain", "dispatch", "unexplained"
+_CATEGORY = {name: i for i, name in enumerate(CATEGORIES)}
+
+
+@dataclass(frozen=True)
+class CoreUse:
+    """The headline of an analysis: ``mean_busy`` of ``cores`` kept busy over ``window``.
+
+    ``causes`` has one row per cause (``cause``, ``label``, ``core_s``, ``share`` of the idle
+    core-time), adding up to ``idle_core_s``; ``max_speedup`` bounds what any thread setting
+    could gain (Amdahl: the ``fixed_share`` of the window no setting shortens, the rest at
+    best spread over every core). ``cores``, ``causes`` and the bound are None where the CPU
+    count is unknown. ``notes`` say where figures came from when not from a full recording.
+    """
+
+    window: tuple[int, int]
+    busy_core_s: float
+    busy_source: str  # "os sampler" or "trace"
+    cores: int | None
+    cores_basis: str
+    causes: pd.DataFrame | None = None
+    ops: int = 0
+    steps: int = 0
+    mean_op_us: float | None = None
+    fixed_share: float = 0.0
+    max_speedup: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    # Threads owning work by the trace (Python time on the main thread as one), capped at the
+    # cores: the stand-in without the sampler, and beside it a count that neither spin nor
+    # waiting for a core inflates.
+    trace_busy_core_s: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return (self.window[1] - self.window[0]) / 1e9
+
+    @property
+    def mean_busy(self) -> float:
+        return self.busy_core_s / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def idle_core_s(self) -> float | None:
+        return None if self.causes is None else float(self.causes["core_s"].sum())
+
+    @property
+    def recoverable_share(self) -> float:
+        """Of the idle core-time, the share in causes a thread setting can act on."""
+        if self.causes is None or not self.idle_core_s:
+            return 0.0
+        return float(self.causes.set_index("cause").loc[list(RECOVERABLE), "core_s"].sum()) / (
+            self.idle_core_s
+        )
+
+    def main_cause(self) -> str | None:
+        """The explained cause with the most idle core-time (None: nothing explained)."""
+        if self.causes is None:
+            return None
+        known = self.causes[self.causes["cause"] != _UNEXPLAINED]
+        if known.empty or known["core_s"].max() <= 0:
+            return None
+        return str(known.loc[known["core_s"].idxmax(), "cause"])
+
+    @property
+    def run_queue_core_s(self) -> float:
+        """Idle core-time the process's runnable threads waited for (0 without the sampler)."""
+        if self.causes is None:
+            return 0.0
+        return float(self.causes.set_index("cause").loc["run_queue", "core_s"])
+
+    @property
+    def ops_per_step(self) -> float | None:
+        return self.ops / self.steps if self.steps else None
+
+    def to_json(self) -> dict[str, Any]:
+        causes = None
+        if self.causes is not None:
+            causes = [
+                {
+                    "cause": r.cause,
+                    "label": r.label,
+                    "core_s": round(float(r.core_s), 6),
+                    "share": round(float(r.share), 4),
+                }
+                for r in self.causes.itertuples()
+            ]
+        return {
+            "window_s": self.seconds,
+            "busy_core_s": round(self.busy_core_s, 6),
+            "busy_source": self.busy_source,
+            "mean_busy_cores": round(self.mean_busy, 4),
+            "cores": self.cores,
+            "cores_basis": self.cores_basis,
+            "use": round(self.mean_busy / self.cores, 4) if self.cores else None,
+            "idle_core_s": None if self.idle_core_s is None else round(self.idle_core_s, 6),
+            "idle_causes": causes,
+            "main_cause": self.main_cause(),
+            "recoverable_share": round(self.recoverable_share, 4),
+            "ops": self.ops,
+            "steps": self.steps,
+            "ops_per_step": self.ops_per_step,
+            "mean_op_us": self.mean_op_us,
+            "trace_busy_core_s": round(self.trace_busy_core_s, 6),
+            "fixed_share": round(self.fixed_share, 4),
+            "max_speedup": None if self.max_speedup is None else round(self.max_speedup, 3),
+            "notes": list(self.notes),
+        }
+
+
+def _usable_cores(run: Run, cpus_given: bool) -> tuple[int | None, str]:
+    cpus = run.manifest.usable_cpus
+    if cpus:
+        return cpus, "given (--cpus)" if cpus_given else "usable CPUs"
+    eigen = len(pool_thread_keys(run, Pool.INTRA_OP))
+    if eigen >= 2:
+        return eigen, (
+            f"assumed: the intra-op pool's {eigen} threads (from the trace's threads; TF sizes "
+            "it to the CPUs by default); give --cpus N"
+        )
+    return None, "unknown: give --cpus N"
+
+
+def _cumulative(run: Run, column: str, grid: np.ndarray) -> np.ndarray:
+    """Σ over threads of a cumulative sampler counter at each grid time (0 before a thread's
+    first sample: it was born later)."""
+    total = np.zeros(len(grid))
+    for _, group in run.samples.groupby(["thread", "tid"], sort=False):
+        t, value = group["t_ns"].to_numpy(), group[column].to_numpy().astype(np.float64)
+        grown = np.interp(grid, t, value)
+        total += np.where(grid < t[0], 0.0, grown)
+    return total
+
+
+def _sampler_rates(run: Run, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid, busy cores, run-queue waiting threads) per interval of the sampler's ticks."""
+    counts = run.samples.groupby("thread")["t_ns"].size()
+    densest = run.samples[run.samples["thread"] == counts.idxmax()]["t_ns"].to_numpy()
+    grid = np.unique(np.r_[lo, densest[(densest > lo) & (densest < hi)], hi]).astype(np.int64)
+    width = np.diff(grid).astype(np.float64)
+    busy = np.diff(_cumulative(run, "cpu_ns", grid)) / width
+    wait = np.diff(_cumulative(run, "wait_ns", grid)) / width
+    return grid, busy, wait
+
+
+def _python_threads(run: Run) -> set[int]:
+    pools = (Pool.PYTHON_MAIN, Pool.PYTHON_OTHER)
+    return {int(t) for p in pools for t in pool_thread_keys(run, p)}
+
+
+def _trace_busy(run: Run, lo: int, hi: int, ops: pd.DataFrame) -> StepFunction:
+    """Threads owning work by the trace: worker threads' regions and ops, Python threads' ops
+    (not their calls: a thread inside a tf.function call waits for the executor)."""
+    python = _python_threads(run)
+    workers = [
+        t
+        for t, p in zip(run.threads["thread"], run.threads["pool"].astype(str), strict=True)
+        if int(t) not in python and p != Pool.PROFILER.value
+    ]
+    intervals = busy_intervals(run, workers)
+    starts = [s for s, _ in intervals.values()]
+    ends = [e for _, e in intervals.values()]
+    for thread in python:
+        mine = ops[ops["thread"] == thread]
+        starts.append(mine["start_ns"].to_numpy())
+        ends.append(mine["end_ns"].to_numpy())
+    return concurrency(starts, ends, lo, hi)
+
+
+def _at(f: StepFunction, t: np.ndarray) -> np.ndarray:
+    i = np.clip(np.searchsorted(f.times, t, side="right") - 1, 0, max(len(f.values) - 1, 0))
+    return f.values[i] if len(f.values) else np.zeros(len(t), dtype=np.int64)
+
+
+def _per_thread(frame: pd.DataFrame, lo: int, hi: int) -> StepFunction:
+    """How many threads have one of the frame's intervals open."""
+    groups = [g for _, g in frame.groupby("thread", sort=False)]
+    return concurrency(
+        [g["start_ns"].to_numpy() for g in groups], [g["end_ns"].to_numpy() for g in groups], lo, hi
+    )
+
+
+def _waiting_in_full_pool(
+    run: Run, concurrency_of: dict[Pool, PoolConcurrency], lo: int, hi: int, at: np.ndarray
+) -> np.ndarray:
+    """A closure of the inter- or intra-op pool is scheduled, not started, while every thread
+    of its pool is busy: the pool is the limit."""
+    regions = run.regions.dropna(subset=["scheduled_ns"])
+    pool_of = run.threads.set_index("thread")["pool"].astype(str)
+    out = np.zeros(len(at), dtype=bool)
+    for pool in (Pool.INTER_OP, Pool.INTRA_OP):
+        c = concurrency_of.get(pool)
+        mine = regions[regions["thread"].map(pool_of) == pool.value]
+        if c is None or mine.empty or not c.size:
+            continue
+        queued = concurrency(
+            [mine["scheduled_ns"].to_numpy(np.int64)], [mine["start_ns"].to_numpy()], lo, hi
+        )
+        out |= (_at(queued, at) > 0) & (_at(c.function, at) >= c.size)
+    return out
+
+
+def _causes_of_instants(
+    run: Run, lo: int, hi: int, ops: pd.DataFrame, concurrency_of: dict[Pool, PoolConcurrency]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(edges, cause key per segment) over [lo, hi], first match as in ``CAUSES``."""
+    cat_edges, category = category_timeline(run, (lo, hi))
+    ev = run.events
+    data = pool_thread_keys(run, Pool.TF_DATA)
+    names = ev["name"].astype(str)
+    get_next = ev[names.str.startswith(ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
+    waits = _per_thread(get_next, lo, hi)
+    running = _per_thread(ops, lo, hi)
+    edges = np.unique(np.r_[cat_edges, waits.times, running.times])
+    edges = edges[(edges >= lo) & (edges <= hi)]
+    at = edges[:-1]
+    cat = category[np.clip(np.searchsorted(cat_edges, at, side="right") - 1, 0, len(category) - 1)]
+    n_ops = _at(running, at)
+    full = _waiting_in_full_pool(run, concurrency_of, lo, hi, at)
+    on_ops = (cat == _CATEGORY["intra-op parallel"]) | (cat == _CATEGORY["op, intra idle"])
+    cause = np.full(len(at), _UNEXPLAINED, dtype=object)
+    rules = [  # first match wins: assign the first one last
+        (_INPUT, _at(waits, at) > 0),
+        (_PYTHON, cat == _CATEGORY["python / host"]),
+        (_WAITING, full | (cat == _CATEGORY["waiting for a thread"])),
+        (_TOO_SMALL, on_ops & (n_ops >= 2)),
+        (_CHAIN, on_ops & (n_ops < 2)),
+        (_DISPATCH, cat == _CATEGORY["dispatch & executor"]),
+    ]
+    for key, where in reversed(rules):
+        cause[where] = key
+    return edges, cause
+
+
+def _countable_ops(run: Run) -> pd.DataFrame:
+    """Ops as the per-op table has them, without tf.function calls, input waits and Python
+    ops (each has its own cause)."""
+    ops = op_events(run)
+    kind = ops["op_type"].astype(str)
+    skip = kind.str.startswith(FUNCTION_PREFIXES) | kind.str.startswith(ITERATOR_GET_NEXT)
+    return ops[~skip & ~kind.isin(PY_FUNCTION_OPS)]
+
+
+def core_use(
+    run: Run,
+    window: tuple[int, int],
+    concurrency_of: dict[Pool, PoolConcurrency],
+    steps: int = 0,
+    cpus_given: bool = False,
+) -> CoreUse:
+    """The core use of ``run`` over ``window`` (see the module docstring); ``steps``: how many
+    steps the window holds, for ops per step; ``cpus_given``: the CPU count came from the user
+    (``--cpus``), not the recording."""
+    lo, hi = window
+    ops = _countable_ops(run)
+    inside = ops[(ops["start_ns"] >= lo) & (ops["start_ns"] < hi)]
+    mean_op_us = (
+        float((inside["end_ns"] - inside["start_ns"]).mean()) / 1e3 if len(inside) else None
+    )
+    cores, cores_basis = _usable_cores(run, cpus_given)
+    notes = []
+    if run.samples.empty:
+        source = "trace"
+        notes.append(
+            "busy from the trace (no OS sampler): threads owning work, capped at the cores; a "
+            "thread waiting for its Eigen workers counts, so use is over-stated"
+        )
+    else:
+        source = "os sampler"
+    counted = {
+        key: run.manifest.pool(key).size
+        for key in ("intra_op", "inter_op")
+        if run.manifest.pool(key).source == FROM_TRACE
+    }
+    if counted:
+        sizes = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in counted.items())
+        notes.append(f"pool sizes {FROM_TRACE} (those that ran something): {sizes}")
+    base = CoreUse(
+        window,
+        0.0,
+        source,
+        cores,
+        cores_basis,
+        ops=len(inside),
+        steps=steps,
+        mean_op_us=mean_op_us,
+        notes=tuple(notes),
+    )
+    if hi <= lo:
+        return base
+    f = _trace_busy(run, lo, hi, ops)
+    traced = np.minimum(f.values, cores) if cores else f.values
+    if source == "os sampler":
+        grid, busy, wait = _sampler_rates(run, lo, hi)
+    else:
+        grid, busy, wait = f.times, traced.astype(np.float64), np.zeros(len(traced))
+    busy_core_s = float((busy * np.diff(grid)).sum()) / 1e9
+    if not cores:
+        return dataclasses.replace(
+            base,
+            busy_core_s=busy_core_s,
+            trace_busy_core_s=float((traced * np.diff(f.times)).sum()) / 1e9,
+        )
+    idle = np.maximum(cores - busy, 0.0)
+    queued = np.minimum(idle, wait)  # runnable threads that did not get the idle cores
+    cause_edges, cause = _causes_of_instants(run, lo, hi, ops, concurrency_of)
+    edges = np.unique(np.r_[cause_edges, grid])
+    at, width = edges[:-1], np.diff(edges).astype(np.float64)
+    tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
+    cause_at = cause[np.clip(np.searchsorted(cause_edges, at, side="right") - 1, 0, len(cause) - 1)]
+    core_ns = {key: 0.0 for key, _ in CAUSES}
+    core_ns["run_queue"] = float((queued[tick] * width).sum())
+    rest = (idle - queued)[tick] * width
+    for key in core_ns:
+        if key != "run_queue":
+            core_ns[key] = float(rest[cause_at == key].sum())
+    idle_ns = sum(core_ns.values())
+    # The trace's count, with Python time (which the trace does not show) as one thread.
+    owning = _at(f, at) + ((cause_at == _PYTHON) & (_at(f, at) == 0))
+    trace_busy_ns = float((np.minimum(owning, cores) * width).sum())
+    fixed = np.isin(cause_at, FIXED)
+    fixed_ns = float(width[fixed].sum())
+    busy_rest_ns = float((busy[tick] * width)[~fixed].sum())
+    bound = (hi - lo) / (fixed_ns + busy_rest_ns / cores) if fixed_ns + busy_rest_ns > 0 else None
+    causes = pd.DataFrame(
+        {
+            "cause": [k for k, _ in CAUSES],
+            "label": [label for _, label in CAUSES],
+            "core_s": [core_ns[k] / 1e9 for k, _ in CAUSES],
+            "share": [core_ns[k] / idle_ns if idle_ns else 0.0 for k, _ in CAUSES],
+        }
+    )
+    return dataclasses.replace(
+        base,
+        busy_core_s=busy_core_s,
+        trace_busy_core_s=trace_busy_ns / 1e9,
+        causes=causes,
+        fixed_share=fixed_ns / (hi - lo),
+        max_speedup=bound,
+    )

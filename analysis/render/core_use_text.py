@@ -1,0 +1,75 @@
+"""The core-use headline in words, for the terminal and the HTML report, and the rules a run
+could not check. Nothing is computed here: ``metrics/core_use.py`` did that."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.render.html_sections import esc, note, table
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.core_use import CoreUse
+
+HEADERS = ("idle core-time went to", "core-s", "share")
+
+
+def headline(use: CoreUse) -> list[str]:
+    """One or two lines: X of N cores busy, and the most thread settings could gain."""
+    source = "kernel CPU time" if use.busy_source == "os sampler" else "busy by the trace"
+    if not use.cores:
+        return [
+            f"core use: {use.mean_busy:.2f} cores busy on average ({source}); of how many is "
+            f"unknown ({use.cores_basis})"
+        ]
+    assumed = "" if use.cores_basis == "usable CPUs" else f" ({use.cores_basis})"
+    lines = [
+        f"core use: the process kept {use.mean_busy:.2f} of {use.cores} usable cores busy "
+        f"({use.mean_busy / use.cores:.0%}, {source}){assumed}"
+    ]
+    if use.max_speedup is not None:
+        lines.append(
+            f"thread settings could make this window at most {use.max_speedup:.1f}x faster "
+            f"({use.fixed_share:.0%} of it is Python or input waits, which no setting shortens)"
+        )
+    return lines
+
+
+def cause_rows(use: CoreUse) -> list[tuple[str, str, str]]:
+    """(cause, core-s, share of the idle core-time) for each cause with any time."""
+    if use.causes is None:
+        return []
+    rows = []
+    for r in use.causes.itertuples():
+        if r.core_s <= 0:
+            continue
+        label = str(r.label)
+        if r.cause == "dispatch" and use.mean_op_us is not None:
+            per = f"{use.ops_per_step:.0f} ops/step" if use.ops_per_step else f"{use.ops} ops"
+            label += f" ({per}, {use.mean_op_us:.0f} us each)"
+        rows.append((label, f"{r.core_s:.3g}", f"{r.share:.0%}"))
+    return rows
+
+
+def not_checked_lines(analysis: Analysis) -> list[str]:
+    return [f"not checked: {line}" for line in analysis.not_checked]
+
+
+def core_use_section(analysis: Analysis) -> str:
+    """The report's first section: the headline, the idle causes and where figures came from."""
+    use = analysis.core_use
+    if use is None:
+        return note("no core-use figures for this run")
+    parts = [f"<p><b>{esc(line)}</b></p>" for line in headline(use)[:1]]
+    parts += [note(line) for line in headline(use)[1:]]
+    rows = cause_rows(use)
+    if rows:
+        parts.append(table(HEADERS, rows))
+    parts += [note(line) for line in use.notes]
+    return "".join(parts)
+
+
+def not_checked_section(analysis: Analysis) -> str:
+    if not analysis.not_checked:
+        return note("every rule could run on this run", "none")
+    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in analysis.not_checked) + "</ul>"
