@@ -205,7 +205,7 @@ def test_burn_python_is_the_top_self_function(record, tmp_path: Path):
 
     py-spy at 50 Hz: burn_python is the main thread's top function by self time, its self time
     is its measured time within 15 % (or 0.1 s), and its share of the main thread's sampled
-    time is its measured share of the window within 0.1. The export has its slice, as long."""
+    time is at least its measured share of the window (less 0.1). The export has its slice."""
     done = record(
         WORKLOADS / "python_burn.py",
         options=("--pyspy-rate", str(RATE_HZ)),
@@ -224,8 +224,10 @@ def test_burn_python_is_the_top_self_function(record, tmp_path: Path):
     assert top["function"] == "burn_python (python_burn.py)", main.head()
     tolerance_s = max(0.15 * burn_s, 0.1)
     assert abs(top["self_ns"] / 1e9 - burn_s) <= tolerance_s
+    # Its share is of the main thread's sampled time, which is at most the window (py-spy
+    # sees a thread only while it is active): so at least its share of the window, at most 1.
     window_s = (window[1] - window[0]) / 1e9
-    assert abs(top["self_share"] - burn_s / window_s) <= 0.1
+    assert burn_s / window_s - 0.1 <= top["self_share"] <= 1.0
     small = main[main["function"] == "small_ops (python_burn.py)"]
     assert len(small) == 1 and small["total_ns"].iloc[0] > 0
     assert result.health.samples and result.health.error_share is not None

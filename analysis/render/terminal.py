@@ -8,21 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tftrace.analysis.render import python_text
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
 from tftrace.analysis.render.core_use_text import cause_rows, headline, not_checked_lines
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
-from tftrace.analysis.render.python_text import (
-    HEADERS as PYTHON_HEADERS,
-)
-from tftrace.analysis.render.python_text import (
-    main_rows,
-    not_shown,
-    notes,
-    other_thread_lines,
-    title,
-)
 from tftrace.analysis.render.window_text import steps_line, warmup_line, window_line
 
 if TYPE_CHECKING:
@@ -149,16 +140,16 @@ def _breakdown_table(analysis: Analysis) -> Any:
 def _render_python(console: Console, analysis: Analysis) -> None:
     """Which Python functions took the time, where Python time matters (else one line)."""
     python = analysis.python_time
-    line = not_shown(analysis)
+    line = python_text.not_shown(analysis)
     if python is None or line is not None:
         if line:
             console.print(line, markup=False, highlight=False)
         return
-    table = _table(title(python), PYTHON_HEADERS)
-    for cells in main_rows(python):
+    table = _table(python_text.title(python), python_text.HEADERS)
+    for cells in python_text.main_rows(python):
         table.add_row(*cells)
     console.print(table)
-    for text in [*other_thread_lines(python), *notes(python)]:
+    for text in [*python_text.other_thread_lines(python), *python_text.notes(python)]:
         console.print(text, markup=False, highlight=False)
 
 

@@ -62,6 +62,21 @@ def window_options(ns: argparse.Namespace) -> dict[str, Any]:
     return {"window": ns.window, "warmup_steps": ns.warmup_steps}
 
 
+def add_analysis_arguments(parser: argparse.ArgumentParser, covers: str) -> None:
+    """RUN, --session, --window, --warmup-steps and --cpus: what a command that analyses a run
+    takes (``covers``: what the window selects, for the help)."""
+    add_run_argument(parser)
+    add_window_arguments(parser, covers)
+    add_cpus_argument(parser)
+
+
+def analyze_run(ns: argparse.Namespace) -> Any:
+    """``tftrace.analyze`` of the run named on the command line, with its options."""
+    from tftrace.analysis.analyze import analyze
+
+    return analyze(load_run(ns), **analysis_options(ns))
+
+
 def load_run(ns: argparse.Namespace) -> Any:
     """``load()`` the run named on the command line (bad input raises ``TraceError``)."""
     from tftrace.analysis.model.run import load

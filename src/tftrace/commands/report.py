@@ -15,13 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tftrace.commands import (
-    add_cpus_argument,
-    add_run_argument,
-    add_window_arguments,
-    analysis_options,
-    load_run,
-)
+from tftrace.commands import add_analysis_arguments, analyze_run
 from tftrace.errors import CliError
 
 NAME = "report"
@@ -30,9 +24,7 @@ DEFAULT_NAME = "report.html"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_run_argument(parser)
-    add_window_arguments(parser, "the report's figures and findings cover")
-    add_cpus_argument(parser)
+    add_analysis_arguments(parser, "the report's figures and findings cover")
     parser.add_argument(
         "-o",
         "--output",
@@ -75,9 +67,8 @@ def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.analyze import analyze
 
-    analysis = analyze(load_run(ns), **analysis_options(ns))
+    analysis = analyze_run(ns)
     page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
         files = write_report(analysis, page, image_dir)

@@ -14,13 +14,7 @@ import argparse
 import time
 from pathlib import Path
 
-from tftrace.commands import (
-    add_cpus_argument,
-    add_run_argument,
-    add_window_arguments,
-    analysis_options,
-    load_run,
-)
+from tftrace.commands import add_analysis_arguments, analyze_run
 from tftrace.errors import CliError
 
 NAME = "tensorboard"
@@ -29,9 +23,7 @@ HOST = "127.0.0.1"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_run_argument(parser)
-    add_window_arguments(parser, "the summaries cover")
-    add_cpus_argument(parser)
+    add_analysis_arguments(parser, "the summaries cover")
     parser.add_argument(
         "--port", type=int, default=0, help="port to serve on (default: a free one)"
     )
@@ -43,12 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     if not 0 <= ns.port <= 0xFFFF:
         raise CliError(f"tensorboard: --port must be 0-65535, not {ns.port}")
-    from tftrace.analysis.analyze import analyze
     from tftrace.analysis.render.plots import png_images
     from tftrace.analysis.render.tensorboard import write_summaries
 
-    loaded = load_run(ns)
-    analysis = analyze(loaded, **analysis_options(ns))
+    analysis = analyze_run(ns)
+    loaded = analysis.run
     try:
         written = write_summaries(analysis, images=png_images(analysis))
     except OSError as e:
