@@ -14,6 +14,13 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A known answer that needs every core to itself (a parallel speedup, a pool's concurrency on
+# 2 cores) is retried up to twice: the test machines are virtual, and the host takes CPU from
+# them in bursts (steal time, about 5 % of all CPU time on the 2-core test machine, in
+# /proc/stat), which leaves a "2-core" workload one core for seconds. Three misses in a row
+# still fail the test.
+NEEDS_QUIET_CORES = pytest.mark.flaky(reruns=2)
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 EXAMPLES = ROOT / "examples"
 # Real runs recorded with three TF releases (sample_traces/README.md); tf-2.21 the newest.

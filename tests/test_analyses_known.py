@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import WORKLOADS, quiet_env
+from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env
 from tftrace.analysis.metrics.breakdown import breakdown
 from tftrace.analysis.metrics.concurrency import pool_concurrency
 from tftrace.analysis.metrics.cpu_time import thread_cpu
@@ -56,6 +56,7 @@ def mean_during(run: Run, pool: Pool, intervals: pd.DataFrame) -> float:
     return busy / float((intervals["end_ns"] - intervals["start_ns"]).sum())
 
 
+@NEEDS_QUIET_CORES
 @pytest.mark.parametrize("intra", [1, 2])
 def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
     run = recorded(record, "eager_big_matmul.py", intra=intra, inter=2)
@@ -86,6 +87,7 @@ def test_eager_matmul_intra_concurrency_and_cpu(record, intra: int):
             assert on_cpu == pytest.approx(busy, rel=0.1)
 
 
+@NEEDS_QUIET_CORES
 @pytest.mark.parametrize("inter", [1, 2])
 def test_independent_branches_inter_op_concurrency(record, inter: int):
     run = recorded(record, "two_big_branches.py", intra=1, inter=inter)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import EXAMPLES, SAMPLE_RUN, WORKLOADS, quiet_env, tftrace_command
+from conftest import EXAMPLES, NEEDS_QUIET_CORES, SAMPLE_RUN, WORKLOADS, quiet_env, tftrace_command
 from tftrace.analysis.analyze import measure as analyze
 from tftrace.analysis.findings import Finding, Severity, diagnose
 from tftrace.analysis.findings.pool_rules import eigen_spin
@@ -231,6 +231,7 @@ def _can_make_cpu_cgroup() -> bool:
     return (CPU_CGROUP / "cpu.cfs_quota_us").exists()
 
 
+@NEEDS_QUIET_CORES
 @pytest.mark.skipif(
     not _can_make_cpu_cgroup(), reason="needs a writable cgroup-v1 cpu controller (root)"
 )

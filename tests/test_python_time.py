@@ -20,7 +20,7 @@ from builders import (
     python_table,
     threads_table,
 )
-from conftest import SAMPLE_RUN, WORKLOADS, quiet_env, tftrace
+from conftest import NEEDS_QUIET_CORES, SAMPLE_RUN, WORKLOADS, quiet_env, tftrace
 from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.export.python_stacks import STACK_TID_BASE, python_stack_slices
 from tftrace.analysis.export.trace import build_trace
@@ -199,6 +199,7 @@ def test_export_nests_the_stacks_on_a_track_per_python_thread():
 RATE_HZ = 50
 
 
+@NEEDS_QUIET_CORES
 @pytest.mark.slow
 def test_burn_python_is_the_top_self_function(record, tmp_path: Path):
     """``burn_python`` spins in pure Python for 1 s and times itself; ``small_ops`` runs TF ops.

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES, WORKLOADS, quiet_env, tftrace, tftrace_command
+from conftest import EXAMPLES, NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace, tftrace_command
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +35,7 @@ def one_line_error(stderr: str) -> str:
     return lines[0]
 
 
+@NEEDS_QUIET_CORES
 def test_steps_of_known_length(tmp_path: Path):
     """100 ms steps that use half a core on this machine's CPUs; the first call is excluded."""
     data = sweep(tmp_path / "s", "--intra", "1", "--repeat", "1", WORKLOADS / "timed_steps.py")
@@ -75,6 +76,7 @@ def test_steps_of_known_length(tmp_path: Path):
     assert run["cpu_util"] < 0.1  # it sleeps
 
 
+@NEEDS_QUIET_CORES
 def test_matmul_intra2_beats_intra1(tmp_path: Path):
     out = tmp_path / "s"
     data = sweep(
@@ -108,6 +110,7 @@ def test_matmul_intra2_beats_intra1(tmp_path: Path):
     assert (out / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@NEEDS_QUIET_CORES
 def test_python_bound_workload_shows_no_significant_difference(tmp_path: Path):
     # Five repeats each: two settings with the same time distribution come out "different"
     # (disjoint ranges) with probability 2 / C(10, 5) = 0.8 %, before the 3 % gain rule.
