@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.findings.finding import Finding, Severity
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.metrics.core_use import LABELS, CoreUse
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
@@ -69,6 +69,23 @@ def _action(cause: str | None, use: CoreUse, run: Run) -> str:
     return f"Nothing traced explains the idle cores; {fewer_threads}."
 
 
+def _setting(cause: str | None, use: CoreUse, run: Run) -> AdvisedSetting | None:
+    """The action's setting, machine-readable; None where the action is not a setting."""
+    cores = use.cores or 0
+    intra = run.manifest.pool("intra_op").size or 0
+    inter = run.manifest.pool("inter_op").size or 0
+    few = max(1, cores // 4)
+    if cause == "waiting":
+        return AdvisedSetting(None, cores, Expect.FASTER) if inter < cores else None
+    if cause == "run_queue":
+        if intra <= cores and inter <= cores:
+            return None  # other processes held the cores: no setting of ours frees them
+        return AdvisedSetting(min(intra, cores), min(inter, cores), Expect.NOT_SLOWER)
+    if cause in ("input", "python") or intra <= few:
+        return None
+    return AdvisedSetting(few, None, Expect.NOT_SLOWER)
+
+
 def underused_cores(run: Run, analysis: Analysis) -> list[Finding]:
     """The process kept fewer than ``UNDERUSED`` of its usable cores busy over the window."""
     use = analysis.core_use
@@ -126,5 +143,6 @@ def underused_cores(run: Run, analysis: Analysis) -> list[Finding]:
                 "recoverable_share": round(recoverable, 4),
                 "max_speedup": None if use.max_speedup is None else round(use.max_speedup, 2),
             },
+            setting=_setting(cause, use, run),
         )
     ]

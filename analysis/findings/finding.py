@@ -26,6 +26,66 @@ class Severity(str, enum.Enum):
 SEVERITY_ORDER = {s: i for i, s in enumerate(Severity)}
 
 
+class Expect(str, enum.Enum):
+    """What a finding claims its advised setting does to the workload's time per step."""
+
+    FASTER = "faster"  # beyond noise: the claim is a speedup
+    NOT_SLOWER = "not-slower"  # within noise or faster: the claim is that threads are wasted
+
+
+@dataclass(frozen=True)
+class AdvisedSetting:
+    """The thread setting a finding advises, machine-readable: the intra-op and inter-op pool
+    sizes to run with (None keeps the run's own), and what the finding ``expect``s of it.
+    ``tftrace analyze --verify`` runs it beside the run's own setting."""
+
+    intra: int | None
+    inter: int | None
+    expect: Expect = Expect.FASTER
+
+    def to_json(self) -> dict[str, Any]:
+        return {"intra": self.intra, "inter": self.inter, "expect": self.expect.value}
+
+
+class Status(str, enum.Enum):
+    """The outcome of running a finding's advised setting beside the run's own."""
+
+    CONFIRMED = "confirmed"
+    NOT_CONFIRMED = "not confirmed"
+    INCONCLUSIVE = "inconclusive"  # too few runs to judge noise
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A finding's advised setting, timed beside the run's own (fresh, interleaved runs):
+    ``current`` and ``advised`` pool sizes (intra, inter), ``speedup`` = the current median
+    time per step over the advised one (> 1: the advice is faster), with its worst and best
+    case from the two ranges, ``runs`` per setting, the ``status`` and a sentence saying why,
+    and the sweep directory that holds the runs."""
+
+    status: Status
+    current: tuple[int | None, int | None]
+    advised: tuple[int | None, int | None]
+    speedup: float
+    speedup_lo: float
+    speedup_hi: float
+    runs: int
+    reason: str
+    output: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "current": {"intra": self.current[0], "inter": self.current[1]},
+            "advised": {"intra": self.advised[0], "inter": self.advised[1]},
+            "speedup": round(self.speedup, 4),
+            "speedup_range": [round(self.speedup_lo, 4), round(self.speedup_hi, 4)],
+            "runs": self.runs,
+            "reason": self.reason,
+            "output": self.output,
+        }
+
+
 @dataclass(frozen=True)
 class Finding:
     """What a rule found: a stable ``id`` (e.g. ``"ops-run-inline"``), its ``severity``, the
@@ -33,7 +93,9 @@ class Finding:
     figures, one concrete ``action``, the ``evidence`` figures as a dict, the ``window``
     (start, end ns on the run's time axis) it was measured over, and ``consequence_of``: the
     ids of findings of the same run that explain the same time as its cause (empty when it
-    stands on its own; ``diagnose`` sets it and puts the causes first).
+    stands on its own; ``diagnose`` sets it and puts the causes first). Where the action is a
+    thread setting, ``setting`` says it machine-readably; ``verification`` is what running it
+    showed (``tftrace.verify``), None until then.
 
     Example::
 
@@ -49,6 +111,8 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     window: tuple[int, int] | None = None
     consequence_of: tuple[str, ...] = ()
+    setting: AdvisedSetting | None = None
+    verification: Verification | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The finding as plain JSON values (as ``tftrace analyze --json`` prints it)."""
@@ -61,4 +125,6 @@ class Finding:
             "evidence": self.evidence,
             "window_ns": list(self.window) if self.window else None,
             "consequence_of": list(self.consequence_of),
+            "setting": self.setting.to_json() if self.setting else None,
+            "verification": self.verification.to_json() if self.verification else None,
         }

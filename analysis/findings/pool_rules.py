@@ -13,7 +13,7 @@ from tftrace.analysis.findings.evidence import (
     pool_row,
     severity_for,
 )
-from tftrace.analysis.findings.finding import Finding, Severity
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.findings.free_cores import ns_with_cores_free, threads_at_work, working_ops
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.pools import Pool
@@ -73,6 +73,7 @@ def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
                 "inter_op_size": size,
                 "cores": cores,
             },
+            setting=AdvisedSetting(None, cores, Expect.FASTER),
         )
     ]
 
@@ -114,6 +115,7 @@ def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
     share = free_ns / (hi - lo)
     if share < TOP_OP_SHARE:
         return []
+    inter = run.manifest.pool("inter_op").size
     total_ns = small["total_ms"].to_numpy() * 1e6
     parallelism = float((small["parallelism"] * total_ns).sum() / max(total_ns.sum(), 1))
     named = ", ".join(
@@ -137,6 +139,8 @@ def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
                 "mean_parallelism": round(parallelism, 3),
                 "top_ops": named,
             },
+            # By the premise one worker per op loses nothing; independent ops get threads.
+            setting=AdvisedSetting(1, cores if (inter or 0) < cores else None, Expect.NOT_SLOWER),
         )
     ]
 
@@ -177,6 +181,7 @@ def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
                     "cpu_s": round(on_cpu, 4),
                     "inter_x_intra": (inter_size or 0) * size,
                 },
+                setting=AdvisedSetting(cores, None, Expect.FASTER),
             )
         )
     row = pool_row(analysis, Pool.INTRA_OP)
@@ -195,6 +200,7 @@ def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
                     "mean": round(float(row["mean"]), 3),
                     "all_busy_share": round(float(row["mean"]) / size, 4),
                 },
+                setting=AdvisedSetting(cores, None, Expect.FASTER),
             )
         )
     return out
@@ -229,6 +235,7 @@ def inline_ops(run: Run, analysis: Analysis) -> list[Finding]:
             f"Set intra_op_parallelism_threads to {cores} (or 0 for one per core) so large ops "
             "are split across cores.",
             {"intra_op_size": size, "cores": cores, "op_intra_idle_share": round(share, 4)},
+            setting=AdvisedSetting(cores, None, Expect.FASTER),
         )
     ]
 
@@ -260,6 +267,9 @@ def eigen_spin(run: Run, analysis: Analysis) -> list[Finding]:
     share = spin / on_cpu if on_cpu > 0 else 0.0
     if share < SPIN_SHARE or spin < SPIN_MIN_S:
         return []
+    size = run.manifest.pool("intra_op").size or 0
+    # The claim is that the spin is waste: half the workers (>= 1) should lose no time.
+    fewer_workers = AdvisedSetting(max(1, size // 2), None, Expect.NOT_SLOWER) if size > 1 else None
     return [
         Finding(
             "eigen-spin",
@@ -278,5 +288,6 @@ def eigen_spin(run: Run, analysis: Analysis) -> list[Finding]:
                 "spin_share": round(share, 4),
                 "busy_s": round(float(cpu["busy_s"]), 4),
             },
+            setting=fewer_workers,
         )
     ]

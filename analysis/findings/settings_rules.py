@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.findings.finding import Finding, Severity
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -16,6 +16,13 @@ from tftrace.analysis.model.vocabulary import (
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
+
+
+def _sized(key: str, size: int) -> AdvisedSetting:
+    """Pool ``key`` at ``size``: the claim is that the threads beyond it are not needed."""
+    if key == "intra_op":
+        return AdvisedSetting(size, None, Expect.NOT_SLOWER)
+    return AdvisedSetting(None, size, Expect.NOT_SLOWER)
 
 
 # Rule 8 -----------------------------------------------------------------------------------
@@ -50,6 +57,7 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
                     f"Use {limit}, or leave it at 0 (one per CPU) unless the run shares the "
                     "machine.",
                     {"size": size, "source": source, "cpus_allowed": cpus, "cgroup_quota": quota},
+                    setting=_sized(key, limit),
                 )
             )
         elif source.startswith("default") and quota and quota < size:
@@ -63,6 +71,7 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
                     f"allows {quota:g} CPUs: threads will queue for CPU time.",
                     f"Set {key} to {max(int(quota), 1)} explicitly.",
                     {"size": size, "cgroup_quota": quota, "cpus_allowed": cpus},
+                    setting=_sized(key, max(int(quota), 1)),
                 )
             )
     return out

@@ -160,6 +160,17 @@ def css_class(value: object) -> str:
     return re.sub(r"[^a-z0-9-]", "-", str(value).lower())
 
 
+def _verification(check: object) -> str:
+    """A verified finding's outcome: the advised setting timed beside the run's own."""
+    if check is None:
+        return ""
+    status = fmt(attr(check, "status"))
+    return (
+        f'<div class="verified {esc(css_class(status))}">verified: {esc(status)}: '
+        f"{esc(fmt(attr(check, 'reason')))}</div>"
+    )
+
+
 def finding(finding: object) -> str:
     severity = attr(finding, "severity")
     evidence = getattr(finding, "evidence", None) or {}
@@ -181,6 +192,7 @@ def finding(finding: object) -> str:
             if causes
             else ""
         )
+        + _verification(getattr(finding, "verification", None))
         + (table(("evidence", "value"), rows, text_columns=2) if rows else "")
         + "</div>"
     )

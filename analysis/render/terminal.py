@@ -55,6 +55,9 @@ def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
                 markup=False,
                 highlight=False,
             )
+        if f.verification:
+            said = f"  verified: {f.verification.status.value}: {f.verification.reason}"
+            console.print(said, markup=False, highlight=False)
 
 
 def render(analysis: Analysis, out: Console | None = None) -> None:

@@ -139,10 +139,15 @@ def sweep(
             print(line)
         print(result.table[["intra", "inter", "median_s", "speedup"]])
     """
+    intra_text, inter_text = _as_text(intra), _as_text(inter)
+    cpus = len(os.sched_getaffinity(0))
+    settings = grid(
+        parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
+    )
     plan = _plan(
         as_target(target, args),
-        intra=intra,
-        inter=inter,
+        settings,
+        asked={"intra": intra_text, "inter": inter_text},
         repeat=repeat,
         measure=measure,
         marker=marker,
@@ -153,6 +158,36 @@ def sweep(
         keep_script_settings=keep_script_settings,
         output=output,
         name=name,
+    )
+    return _Sweep(plan, progress or _quiet).run()
+
+
+def sweep_settings(
+    target: Target,
+    settings: Sequence[Setting],
+    *,
+    baseline: Setting,
+    repeat: int,
+    warmup_steps: int,
+    output: Path,
+    progress: Callable[[SweepProgress], None] | None = None,
+) -> SweepResult:
+    """Time ``target`` under each of ``settings`` (not a grid) against ``baseline``, as
+    ``sweep`` does, without recording runs to explain the verdict: ``tftrace.verify``'s runs."""
+    plan = _plan(
+        target,
+        list(settings),
+        asked={"settings": [s.to_json() for s in settings]},
+        repeat=repeat,
+        measure=Measure.AUTO,
+        marker=None,
+        warmup_steps=warmup_steps,
+        baseline=(baseline.intra, baseline.inter),
+        record_each=False,
+        explain=False,
+        keep_script_settings=False,
+        output=output,
+        name=None,
     )
     return _Sweep(plan, progress or _quiet).run()
 
@@ -171,9 +206,9 @@ class _Plan:
 
 def _plan(
     target: Target,
+    settings: list[Setting],
     *,
-    intra: Values,
-    inter: Values,
+    asked: dict[str, Any],
     repeat: int,
     measure: Measure | str,
     marker: str | None,
@@ -201,11 +236,6 @@ def _plan(
         check_target(RecordOptions(target=target))
     except RecordError as e:
         raise SweepError(str(e)) from None
-    cpus = len(os.sched_getaffinity(0))
-    intra_text, inter_text = _as_text(intra), _as_text(inter)
-    settings = grid(
-        parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
-    )
     path = Path(output) if output is not None else default_run_path(DEFAULT_SWEEPS_DIR, name)
     if path.exists() and any(path.iterdir()):
         raise SweepError(f"output directory is not empty: {path}")
@@ -219,8 +249,7 @@ def _plan(
         keep_script_settings=keep_script_settings,
     )
     asked = {
-        "intra": intra_text,
-        "inter": inter_text,
+        **asked,
         "repeat": repeat,
         "measure": how.value,
         "marker": marker,

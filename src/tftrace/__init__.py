@@ -7,11 +7,12 @@ The front door, in the order the data flows::
     result = tftrace.record("train.py", ["--steps", "50"])  # run under the profilers
     run = tftrace.load(result.run.path)  # the run as DataFrames
     analysis = tftrace.analyze(run)  # metrics and findings
+    checked = tftrace.verify(run, analysis)  # each advised setting timed beside the run's
     print(analysis)  # the terminal report; in Jupyter, the report's tables
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
 
-``record``, ``load``, ``analyze`` and ``sweep`` are what the ``tftrace`` command line calls too.
-Every user-facing failure raises a ``TftraceError``.
+``record``, ``load``, ``analyze``, ``verify`` and ``sweep`` are what the ``tftrace`` command
+line calls too. Every user-facing failure raises a ``TftraceError``.
 
 Importing ``tftrace`` is light (no pandas, numpy or TensorFlow): it is imported inside the
 workload's own process. Each name below loads its module on first use.
@@ -39,9 +40,13 @@ _LAZY = {
     "Severity": "tftrace.analysis.findings.finding",
     "sweep": "tftrace.analysis.sweep.session",
     "SweepResult": "tftrace.analysis.sweep.result",
+    "verify": "tftrace.analysis.sweep.verify",
+    "Verification": "tftrace.analysis.findings.finding",
+    "AdvisedSetting": "tftrace.analysis.findings.finding",
 }
 
 __all__ = [
+    "AdvisedSetting",
     "Analysis",
     "Finding",
     "RecordResult",
@@ -50,19 +55,22 @@ __all__ = [
     "SweepResult",
     "Target",
     "TftraceError",
+    "Verification",
     "__version__",
     "analyze",
     "load",
     "record",
     "sweep",
+    "verify",
 ]
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis, analyze
-    from tftrace.analysis.findings.finding import Finding, Severity
+    from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
     from tftrace.analysis.sweep.result import SweepResult
     from tftrace.analysis.sweep.session import sweep
+    from tftrace.analysis.sweep.verify import verify
     from tftrace.tracer.options import Target
     from tftrace.tracer.recorder import RecordResult
     from tftrace.tracer.recording import record

@@ -118,7 +118,7 @@ def run(ns: argparse.Namespace) -> int:
     stderr = console(width=None, stderr=True)
     interrupted = False
     try:
-        with error_context("sweep"), _progress_bar(stderr) as show:
+        with error_context("sweep"), progress_bar(stderr) as show:
             result = sweep(
                 ns.target,
                 intra=ns.intra,
@@ -145,7 +145,7 @@ def run(ns: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
+def progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
     """A progress callback that draws a bar on ``console``: from the first run on, so that
     a bad argument gets its one line without the bar's."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

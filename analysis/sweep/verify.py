@@ -1,0 +1,206 @@
+"""``tftrace.verify()``: check a run's findings by experiment.
+
+A finding whose action is a thread setting says so machine-readably (``Finding.setting``). Its
+claim is tested the way a sweep tests a setting: the recorded workload runs again under the
+advised setting and under the run's own, in fresh processes, interleaved, ``repeat`` times
+each, timed over its steady steps (``session.sweep_settings``). A finding that expects its
+setting to be faster is confirmed when it is, beyond noise (disjoint ranges and a gain of at
+least ``stats.MIN_GAIN``); one that expects threads to be wasted (``Expect.NOT_SLOWER``) is
+confirmed unless its setting is slower beyond noise. The runs stay in the run directory
+(``RUN/verify/``, a sweep directory: ``tftrace summary RUN/verify`` shows them again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from tftrace.analysis.analyze import Analysis, analyze
+from tftrace.analysis.findings.finding import (
+    AdvisedSetting,
+    Expect,
+    Finding,
+    Status,
+    Verification,
+)
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.sweep.session import SweepProgress, sweep_settings
+from tftrace.analysis.sweep.stats import MIN_REPEATS, faster, label_of
+from tftrace.errors import TftraceError
+from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT, Target
+from tftrace.tracer.sweep import Setting
+
+VERIFY_DIR = "verify"
+
+
+class VerifyError(TftraceError):
+    """A run that cannot be verified: a bare trace, a workload that is gone, unknown sizes."""
+
+
+def advised(setting: AdvisedSetting, current: Setting) -> Setting:
+    """The pool sizes a finding advises, with the run's own where it keeps a pool."""
+    return Setting(
+        current.intra if setting.intra is None else setting.intra,
+        current.inter if setting.inter is None else setting.inter,
+    )
+
+
+def current_setting(run: Run) -> Setting:
+    """The pool sizes the run had, as numbers (a verify run must reproduce them)."""
+    intra, inter = run.manifest.pool("intra_op").size, run.manifest.pool("inter_op").size
+    if not intra or not inter:
+        raise VerifyError(
+            f"{run.path}: the manifest does not say the pool sizes the run had; --verify "
+            "needs them to re-run the workload as it was"
+        )
+    return Setting(intra, inter)
+
+
+def workload_of(run: Run) -> Target:
+    """The recorded workload, its script's path made absolute from the recorded directory."""
+    target = run.manifest.target
+    if not run.manifest.exists or target is None:
+        raise VerifyError(
+            f"{run.path}: --verify re-runs the recorded workload, so it needs a run directory "
+            "written by `tftrace record`, not a bare trace"
+        )
+    if target.kind != "script":
+        return target
+    cwd = run.manifest.raw.get("cwd")
+    script = Path(target.value)
+    if not script.is_absolute() and isinstance(cwd, str):
+        script = Path(cwd) / script
+    if not script.is_file():
+        raise VerifyError(f"{run.path}: the recorded workload {script} no longer exists")
+    return dataclasses.replace(target, value=str(script))
+
+
+def judge(expect: Expect, now: pd.Series, then: pd.Series) -> tuple[Status, str]:
+    """``then`` (the advised setting's row of a sweep table) against ``now`` (the run's own):
+    the status and a sentence with the figures."""
+    runs = int(min(now["runs"], then["runs"]))
+    speedup = float(now["median_s"] / then["median_s"])
+    lo, hi = float(now["min_s"] / then["max_s"]), float(now["max_s"] / then["min_s"])
+    name, base = label_of(then["intra"], then["inter"]), label_of(now["intra"], now["inter"])
+    figures = f"{speedup:.2f}x ({lo:.2f}-{hi:.2f}x over {runs} runs each)"
+    if runs < MIN_REPEATS:
+        return Status.INCONCLUSIVE, (
+            f"{runs} run(s) per setting are too few to judge noise (need {MIN_REPEATS}): "
+            f"{name} vs {base}: {figures}"
+        )
+    if faster(then, now):
+        verdict = Status.CONFIRMED
+        said = f"{name} ran faster than {base}: {figures}"
+    elif faster(now, then):
+        verdict = Status.NOT_CONFIRMED
+        said = f"{name} ran slower than {base}: {figures}"
+    else:
+        verdict = Status.CONFIRMED if expect is Expect.NOT_SLOWER else Status.NOT_CONFIRMED
+        said = f"{name} and {base} are within noise: {figures}"
+    return verdict, said
+
+
+def _next_free(path: Path) -> Path:
+    n = 1
+    candidate = path
+    while candidate.exists() and any(candidate.iterdir()):
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def verify(
+    run: Run,
+    analysis: Analysis | None = None,
+    *,
+    repeat: int = DEFAULT_SWEEP_REPEAT,
+    warmup_steps: int = 1,
+    output: str | os.PathLike[str] | None = None,
+    progress: Callable[[SweepProgress], None] | None = None,
+) -> Analysis:
+    """Run every finding's advised thread setting beside the run's own; mark each confirmed
+    or not, with the measured speedup.
+
+    Args:
+        run: a run recorded by ``tftrace.record`` (its manifest names the workload and the
+            pool sizes it ran with); the workload is run again, so it must still exist.
+        analysis: the run's analysis, whose findings are verified (default: ``analyze(run)``).
+        repeat: timed runs per setting (3 or more to judge noise; default 5).
+        warmup_steps: steps left out before the timed steady state starts.
+        output: the sweep directory for the runs (default: ``RUN/verify``, or ``verify-2``...
+            when that holds an earlier verification).
+        progress: called with a ``SweepProgress`` as each run starts and ends.
+
+    Returns:
+        The ``Analysis`` with each finding that advises a setting carrying a ``Verification``
+        (``status``: confirmed, not confirmed or inconclusive; ``speedup``; ``reason``);
+        unchanged when no finding advises a setting (nothing is run).
+
+    Raises:
+        VerifyError: a bare trace, a workload that no longer exists, unknown pool sizes.
+        SweepError, TimingError: a run that fails or cannot be timed.
+
+    Example::
+
+        import tftrace
+
+        run = tftrace.load("tftrace-runs/demo")
+        for f in tftrace.verify(run).findings:
+            if f.verification:
+                print(f.id, f.verification.status.value, f"{f.verification.speedup:.2f}x")
+    """
+    analysis = analysis if analysis is not None else analyze(run)
+    target = workload_of(run)
+    now = current_setting(run)
+    wanted = {f.id: advised(f.setting, now) for f in analysis.findings if f.setting}
+    settings = list(dict.fromkeys([now, *wanted.values()]))
+    if len(settings) == 1:
+        return analysis
+    out = _next_free(Path(run.path) / VERIFY_DIR) if output is None else Path(output)
+    result = sweep_settings(
+        target,
+        settings,
+        baseline=now,
+        repeat=repeat,
+        warmup_steps=warmup_steps,
+        output=out,
+        progress=progress,
+    )
+    table = result.table
+    keys = list(zip(table["intra"], table["inter"], strict=True))
+
+    def row(setting: Setting) -> pd.Series:
+        return table.iloc[keys.index((setting.intra, setting.inter))]
+
+    def checked(f: Finding) -> Finding:
+        if f.setting is None:
+            return f
+        setting = wanted[f.id]
+        if setting == now:
+            status, reason = Status.INCONCLUSIVE, "the advised setting is the run's own"
+            speed = lo = hi = 1.0
+            runs = int(row(now)["runs"])
+        else:
+            a, b = row(now), row(setting)
+            status, reason = judge(f.setting.expect, a, b)
+            speed = float(a["median_s"] / b["median_s"])
+            lo, hi = float(a["min_s"] / b["max_s"]), float(a["max_s"] / b["min_s"])
+            runs = int(min(a["runs"], b["runs"]))
+        check = Verification(
+            status,
+            (now.intra, now.inter),
+            (setting.intra, setting.inter),
+            speed,
+            lo,
+            hi,
+            runs,
+            reason,
+            str(out),
+        )
+        return dataclasses.replace(f, verification=check)
+
+    return dataclasses.replace(analysis, findings=tuple(checked(f) for f in analysis.findings))
