@@ -1,6 +1,7 @@
 """Core use on real TensorFlow: the headline's CPU figure against the workload's own CPU clock,
 and underused-cores on a model too small for its intra-op pool (also from a bare copy of its
-trace with --cpus), not on big products that keep the cores busy."""
+trace with --cpus), checked by running its advice, not on big products that keep the cores
+busy."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, quiet_env, tftrace
+from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace
 from tftrace.analysis.analyze import analyze
+from tftrace.analysis.findings.finding import Expect, Status
 from tftrace.analysis.model.run import load
+from tftrace.analysis.sweep.verify import verify
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +51,23 @@ def test_headline_cpu_is_the_kernels_cpu_time(tmp_path: Path):
     assert use.busy_core_s == pytest.approx(kernel_s, rel=0.1)
 
 
+@NEEDS_QUIET_CORES  # another process on the cores is demand: then the cores are not underused
 @pytest.mark.skipif(CPUS < 2, reason="one CPU cannot be underused by a lack of threads")
 def test_underused_cores_on_a_model_too_small_for_its_pool(tmp_path: Path):
+    """A chain of small products, intra = CPUs: underused-cores fires, advises fewer intra-op
+    threads, and run beside the run's own setting that is not slower."""
     small = _record(tmp_path, "small", str(WORKLOADS / "small_ops.py"))
-    ids = {f.id for f in analyze(load(small)).findings}
-    assert "underused-cores" in ids, ids
+    run = load(small)
+    found = {f.id: f for f in analyze(run).findings}
+    assert "underused-cores" in found, list(found)
+    advice = found["underused-cores"].setting
+    assert advice is not None and advice.expect is Expect.NOT_SLOWER
+    assert advice.intra is not None and advice.intra < CPUS
+    checked = {f.id: f for f in verify(run, repeat=3).findings}
+    check = checked["underused-cores"].verification
+    assert check is not None and check.advised[0] == advice.intra, check
+    assert check.status is Status.CONFIRMED, check.reason
+    assert check.runs == 3 and (small / "verify" / "sweep.json").is_file()
     bare = tmp_path / "bare"
     bare.mkdir()
     (trace,) = small.glob("plugins/profile/*/*.xplane.pb")

@@ -50,8 +50,8 @@ def test_headline_and_causes_of_the_hand_built_run():
 
 def test_run_queue_wait_takes_the_idle_cores_first():
     """One Python thread on a CPU 60 % of the time and runnable but waiting the rest, on 2
-    cores: 0.6 core busy, 0.4 core of the idle 1.4 is run-queue wait; it wanted 1.0 of 2
-    cores, not under half of them, so underused-cores stays quiet."""
+    cores: 0.6 core busy, 0.4 core of the idle 1.4 is run-queue wait; underused-cores counts
+    the wait as demand: it wanted 1.0 of 2 cores (50 %), not the 0.6 it got (30 %)."""
     threads = threads_table([Pool.PYTHON_MAIN], 100 * MS)
     t = np.arange(0, 101, 10, dtype=np.int64) * MS
     samples = cpu_samples_table(0, 100, t, t * 6 // 10)
@@ -67,7 +67,9 @@ def test_run_queue_wait_takes_the_idle_cores_first():
     assert _core_s(analysis.core_use, "run_queue") == pytest.approx(0.04)
     assert _core_s(analysis.core_use, "python") == pytest.approx(0.10)
     assert analysis.core_use.idle_core_s == pytest.approx(0.14)
-    assert "underused-cores" not in {f.id for f in analysis.findings}
+    (found,) = [f for f in analysis.findings if f.id == "underused-cores"]
+    assert found.evidence["use"] == pytest.approx(0.3)
+    assert found.evidence["demand"] == pytest.approx(0.5)
 
 
 def sixteen_core_trace():

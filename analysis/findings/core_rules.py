@@ -13,7 +13,7 @@ from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THR
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
 
-UNDERUSED = 0.5  # fewer than half the usable cores busy or wanted (run-queue wait) on average
+UNDERUSED = 0.6  # at most 60 % of the usable cores busy or wanted (run-queue wait) on average
 # Severity by the share of the idle core-time that a thread setting can act on.
 HIGH_RECOVERABLE, MEDIUM_RECOVERABLE = 0.5, 0.2
 
@@ -77,13 +77,15 @@ def _setting(cause: str | None, use: CoreUse, run: Run) -> AdvisedSetting | None
     few = max(1, cores // 4)
     if cause == "waiting":
         return AdvisedSetting(None, cores, Expect.FASTER) if inter < cores else None
-    if cause == "run_queue":
-        if intra <= cores and inter <= cores:
-            return None  # other processes held the cores: no setting of ours frees them
-        return AdvisedSetting(min(intra, cores), min(inter, cores), Expect.NOT_SLOWER)
-    if cause in ("input", "python") or intra <= few:
+    if cause in ("input", "python"):
         return None
-    return AdvisedSetting(few, None, Expect.NOT_SLOWER)
+    # Chains, small ops, dispatch and the process's own threads queueing for the cores: the
+    # claim is that the intra-op threads beyond a few are wasted.
+    if intra > few:
+        return AdvisedSetting(few, None, Expect.NOT_SLOWER)
+    if cause == "run_queue" and inter > cores:
+        return AdvisedSetting(None, cores, Expect.NOT_SLOWER)
+    return None
 
 
 def underused_cores(run: Run, analysis: Analysis) -> list[Finding]:

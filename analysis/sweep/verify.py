@@ -154,12 +154,12 @@ def verify(
                 print(f.id, f.verification.status.value, f"{f.verification.speedup:.2f}x")
     """
     analysis = analysis if analysis is not None else analyze(run)
+    if not any(f.setting for f in analysis.findings):
+        return analysis
     target = workload_of(run)
     now = current_setting(run)
     wanted = {f.id: advised(f.setting, now) for f in analysis.findings if f.setting}
     settings = list(dict.fromkeys([now, *wanted.values()]))
-    if len(settings) == 1:
-        return analysis
     out = _next_free(Path(run.path) / VERIFY_DIR) if output is None else Path(output)
     result = sweep_settings(
         target,

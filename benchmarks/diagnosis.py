@@ -1,0 +1,553 @@
+"""Are tftrace's findings right? Each advised thread setting checked by experiment.
+
+Run it from the repository root with the project's virtualenv:
+
+    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads, repeat 5: ~40 min, 2 cores
+    .venv/bin/python benchmarks/diagnosis.py --quick    # 2 workloads, repeat 3: a few minutes
+    .venv/bin/python benchmarks/diagnosis.py --only branches,small-ops --repeat 3
+    .venv/bin/python benchmarks/diagnosis.py --markdown docs/diagnosis.md --output runs/
+
+For every workload of a corpus of real TensorFlow workloads (``tests/workloads/``), each
+with the pool sizes it is recorded with (intra-op / inter-op; CPUS = the usable CPUs):
+
+1. record it (``tftrace.record``, no py-spy) and analyse it (``tftrace.analyze``);
+2. verify the findings that advise a thread setting (``tftrace.verify``: the advised setting
+   and the recorded one, fresh interleaved processes, ``--repeat`` runs each);
+3. sweep a grid independently of the findings (``tftrace.sweep``): intra-op in
+   {1, CPUS, 2*CPUS} x inter-op in {1, CPUS}, the recorded sizes added to the axes, the
+   recorded setting as the baseline, ``--repeat`` runs each.
+
+Two figures, with their targets:
+
+    precision = confirmed / given           >= 0.9
+        over every finding that advises a setting; "inconclusive" (and a verification
+        that failed or did not run) counts as given and not confirmed.
+    recall    = hits / workloads with a gain  >= 0.8
+        a workload has a gain when its sweep found a setting at least 10 % faster than the
+        recorded one beyond noise (``stats.faster`` and a median ratio >= 1.10). It is a hit
+        when some finding advised a setting (None = the recorded size) that the sweep found
+        that much faster; an advised setting outside the grid counts when its verification
+        confirmed it at >= 1.10x. Without any workload with a gain, recall is "n/a".
+
+Everything is kept under ``--output`` (default: a new temporary directory): per workload
+NAME its run directory (``NAME/record``), the verification's runs (``NAME/verify``) and its
+sweep (``NAME/sweep``); and ``results.json`` for all of them. ``--markdown PATH`` writes the
+table and the figures as a Markdown document (for ``docs/diagnosis.md``), with the CPU model,
+core count, TensorFlow version, date and repeat. The exit status is 0 whether or not a target
+is met (it is a benchmark); with ``--check`` it is 1 when a target is missed or a workload
+fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import tftrace
+from tftrace.analysis.sweep.stats import faster  # beyond noise: tftrace's own test
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "tests" / "workloads"
+RECORD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # the pool sizes are added per workload
+
+GAIN = 1.10  # a setting "gains" when the recorded one's median over its median is >= this
+PRECISION_TARGET = 0.9
+RECALL_TARGET = 0.8
+DEFAULT_REPEAT = 5
+QUICK_REPEAT = 3
+QUICK = ("small-ops", "big-matmul-intra1")
+
+Pair = tuple[int | None, int | None]  # (intra, inter); None = keep the recorded size
+Setting = tuple[int, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One corpus entry: a script with its arguments, recorded at ``intra`` / ``inter``."""
+
+    name: str
+    script: Path
+    args: tuple[str, ...]
+    intra: int
+    inter: int
+    about: str
+
+    @property
+    def recorded(self) -> Setting:
+        return (self.intra, self.inter)
+
+
+def corpus(cpus: int) -> list[Workload]:
+    """The workloads, with the pool sizes they are recorded at on ``cpus`` usable CPUs."""
+
+    def w(name: str, script: str, args: Sequence[str], intra: int, inter: int, about: str):
+        return Workload(name, WORKLOADS / script, tuple(args), intra, inter, about)
+
+    c = cpus
+    return [
+        w("keras-mobilenet", "keras_fit_mobilenet.py", ["--batches", "30"], c, c,
+          "Keras fit of MobileNetV2 (weights=None)"),
+        w("keras-custom", "keras_fit_custom.py", ["--batches", "60"], c, c,
+          "Keras fit of a Conv/Dense model fed by tf.data"),
+        w("data-sequential", "data_sequential.py", [], c, c,
+          "tf.data map without parallel calls"),
+        w("data-map-parallel", "data_map_parallel.py", ["autotune"], c, c,
+          "tf.data map, num_parallel_calls=AUTOTUNE"),
+        w("py-function", "py_function_loop.py", [], c, c,
+          "tf.function whose work is a tf.py_function"),
+        w("branches-intra1", "branches.py", [], 1, 1,
+          "two independent matmul chains, one thread per pool"),
+        w("branches", "branches.py", [], c, c,
+          "two independent matmul chains"),
+        w("big-matmul-intra1", "eager_big_matmul.py", ["12"], 1, c,
+          "eager 2000x2000 products, run inline (intra 1)"),
+        w("big-matmul", "eager_big_matmul.py", ["12"], c, c,
+          "eager 2000x2000 products"),
+        w("small-ops", "small_ops.py", [], c, c,
+          "tf.function of many small products"),
+        w("big-matmul-oversubscribed", "eager_big_matmul.py", ["12"], 2 * c, c,
+          "eager 2000x2000 products, intra 2*CPUS"),
+        w("small-elementwise", "eager_small_elementwise.py", [], c, c,
+          "tight eager loop of small element-wise ops"),
+    ]  # fmt: skip
+
+
+def sweep_axes(cpus: int, recorded: Setting) -> tuple[list[int], list[int]]:
+    """The sweep's intra-op and inter-op sizes: {1, CPUS, 2*CPUS} x {1, CPUS}, with the
+    recorded sizes added so that the recorded setting is in the grid (it is the baseline)."""
+    intra = sorted({1, cpus, 2 * cpus, recorded[0]})
+    inter = sorted({1, cpus, recorded[1]})
+    return intra, inter
+
+
+# ---------------------------------------------------------------------------------------------
+# What one workload gave, and the scoring (pure functions of these)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A finding that advises a setting: its ``advised`` pair as the finding gives it (None =
+    keep the recorded size), the verification's ``status`` ("confirmed", "not confirmed",
+    "inconclusive", or "not verified" when no verification came back) and its ``speedup``."""
+
+    id: str
+    advised: Pair
+    status: str
+    speedup: float | None = None
+    reason: str = ""
+
+
+@dataclass
+class Outcome:
+    """One workload's results: its advice and its sweep table (None when the sweep failed)."""
+
+    name: str
+    recorded: Setting
+    advice: list[Advice] = field(default_factory=list)
+    table: pd.DataFrame | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def resolve(advised: Pair, recorded: Setting) -> Setting:
+    """An advised pair with the recorded size where it keeps a pool."""
+    intra, inter = advised
+    return (recorded[0] if intra is None else intra, recorded[1] if inter is None else inter)
+
+
+def _key(row: pd.Series) -> Pair:
+    return tuple(None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))  # type: ignore[return-value]
+
+
+def lookup(table: pd.DataFrame, setting: Setting) -> pd.Series | None:
+    """The sweep table's row for ``setting``, or None when it was not swept."""
+    for _, row in table.iterrows():
+        if _key(row) == tuple(setting):
+            return row
+    return None
+
+
+def gain_of(row: pd.Series, base: pd.Series) -> float:
+    """How much faster ``row`` ran than ``base``: the ratio of their medians."""
+    return float(base["median_s"] / row["median_s"])
+
+
+def gains(row: pd.Series, base: pd.Series) -> bool:
+    """``row`` is at least ``GAIN`` faster than ``base``, beyond noise."""
+    return faster(row, base) and gain_of(row, base) >= GAIN
+
+
+def best(table: pd.DataFrame, recorded: Setting) -> tuple[Setting, float, bool]:
+    """The sweep's best setting against the recorded one: (setting, speedup, is it a gain).
+    Among the settings that gain, the one with the largest speedup; without any, the
+    setting with the lowest median."""
+    base = lookup(table, recorded)
+    if base is None:
+        raise ValueError(f"the recorded setting {recorded} is not in the sweep table")
+    rows = [row for _, row in table.iterrows()]
+    winners = [row for row in rows if gains(row, base)]
+    if winners:
+        pick = max(winners, key=lambda r: gain_of(r, base))
+    else:
+        pick = min(rows, key=lambda r: float(r["median_s"]))
+    intra, inter = _key(pick)
+    return (intra, inter), gain_of(pick, base), bool(winners)  # type: ignore[return-value]
+
+
+def has_gain(outcome: Outcome) -> bool:
+    """The sweep found a setting ``GAIN`` faster than the recorded one, beyond noise."""
+    return outcome.table is not None and best(outcome.table, outcome.recorded)[2]
+
+
+def advice_hit(advice: Advice, outcome: Outcome) -> bool:
+    """The advised setting is one the sweep found ``GAIN`` faster than the recorded one; an
+    advised setting the sweep did not run counts when verified so (confirmed, >= ``GAIN``)."""
+    setting = resolve(advice.advised, outcome.recorded)
+    table = outcome.table
+    row = lookup(table, setting) if table is not None else None
+    base = lookup(table, outcome.recorded) if table is not None else None
+    if row is not None and base is not None:
+        return gains(row, base)
+    return advice.status == "confirmed" and advice.speedup is not None and advice.speedup >= GAIN
+
+
+def hit(outcome: Outcome) -> bool:
+    """Some finding of the workload advised a setting that gains."""
+    return any(advice_hit(a, outcome) for a in outcome.advice)
+
+
+def precision(outcomes: Iterable[Outcome]) -> tuple[int, int]:
+    """(confirmed, given) over every finding that advises a setting."""
+    given = [a for o in outcomes for a in o.advice]
+    return sum(a.status == "confirmed" for a in given), len(given)
+
+
+def recall(outcomes: Iterable[Outcome]) -> tuple[int, int]:
+    """(hits, workloads with a gain)."""
+    with_gain = [o for o in outcomes if has_gain(o)]
+    return sum(hit(o) for o in with_gain), len(with_gain)
+
+
+def ratio(part: int, whole: int) -> float | None:
+    """part / whole, None when whole is 0 (the figure is undefined)."""
+    return part / whole if whole else None
+
+
+def judgement(name: str, part: int, whole: int, target: float) -> tuple[str, bool | None]:
+    """A figure's line and whether it meets its target (None: undefined, not judged)."""
+    value = ratio(part, whole)
+    if value is None:
+        return f"{name}: n/a (0 of 0)  target >= {target:.2f}: not judged", None
+    ok = value >= target - 1e-12
+    verdict = "PASS" if ok else "FAIL"
+    return f"{name}: {value:.2f} ({part} of {whole})  target >= {target:.2f}: {verdict}", ok
+
+
+# ---------------------------------------------------------------------------------------------
+# The table, in the terminal and in Markdown
+
+
+def label(setting: Pair) -> str:
+    """``intra/inter``; "-" for a pool kept at its recorded size."""
+    return "/".join("-" if v is None else str(v) for v in setting)
+
+
+def _yes(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "no")
+
+
+HEADER = ("workload", "recorded", "finding -> advised", "status", "speedup", "sweep best", "gain?",
+          "hit?")  # fmt: skip
+
+
+def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
+    """The per-workload table: one line per finding with a setting (at least one per workload);
+    the workload's own columns on its first line only."""
+    out: list[tuple[str, ...]] = []
+    for o in outcomes:
+        if o.table is not None:
+            setting, speedup, gain = best(o.table, o.recorded)
+            sweep = f"{label(setting)} {speedup:.2f}x"
+            gained: bool | None = gain
+            hits: bool | None = hit(o) if gain else None
+        else:
+            sweep, gained, hits = "failed", None, None
+        findings = [
+            (
+                f"{a.id} -> {label(resolve(a.advised, o.recorded))}",
+                a.status,
+                "-" if a.speedup is None else f"{a.speedup:.2f}x",
+            )
+            for a in o.advice
+        ] or [("(none)", "", "")]
+        for i, (what, status, speed) in enumerate(findings):
+            head = (o.name, label(o.recorded)) if i == 0 else ("", "")
+            tail = (sweep, _yes(gained), _yes(hits)) if i == 0 else ("", "", "")
+            out.append((*head, what, status, speed, *tail))
+    return out
+
+
+def text_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body)])
+
+
+def markdown_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    cell = lambda c: c.replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def tf_version() -> str:
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-intel"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def markdown(outcomes: Sequence[Outcome], cpus: int, repeat: int, figures: Sequence[str]) -> str:
+    """The document for ``docs/diagnosis.md`` (no machine path or hostname in it)."""
+    return "\n".join(
+        [
+            "# Diagnosis benchmark: are tftrace's findings right?",
+            "",
+            "Written by `python benchmarks/diagnosis.py --markdown docs/diagnosis.md`; how it",
+            "measures is in that script's docstring. Settings are `intra/inter` pool sizes;",
+            "`-` keeps the recorded size. A speedup is the recorded setting's median time",
+            "over the advised (or best) setting's: above 1, the advice is faster.",
+            "",
+            f"- CPU: {cpu_model()}",
+            f"- usable cores: {cpus}",
+            f"- TensorFlow: {tf_version()}",
+            f"- date: {datetime.date.today().isoformat()}",
+            f"- repeat: {repeat} timed runs per setting",
+            "",
+            markdown_table(HEADER, rows(outcomes)),
+            "",
+            *[f"- {line}" for line in figures],
+            "",
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the corpus
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _advice_of(findings: Sequence[Any]) -> list[Advice]:
+    out = []
+    for f in findings:
+        if f.setting is None:
+            continue
+        v = f.verification
+        out.append(
+            Advice(
+                f.id,
+                (f.setting.intra, f.setting.inter),
+                v.status.value if v is not None else "not verified",
+                v.speedup if v is not None else None,
+                v.reason if v is not None else "no verification came back",
+            )
+        )
+    return out
+
+
+def run_one(w: Workload, cpus: int, repeat: int, out: Path) -> Outcome:
+    """Record, analyse, verify and sweep one workload; failures are kept as errors."""
+    outcome = Outcome(w.name, w.recorded)
+    env = {
+        **RECORD_ENV,
+        "TF_NUM_INTRAOP_THREADS": str(w.intra),
+        "TF_NUM_INTEROP_THREADS": str(w.inter),
+    }
+    try:
+        _say(f"  record {w.script.name} {' '.join(w.args)} at {label(w.recorded)}")
+        rec = tftrace.record(
+            w.script, list(w.args), output=out / "record", pyspy=False, env=env, echo=False
+        )
+        if rec.exit_code != 0:
+            raise RuntimeError(f"the workload exited with {rec.exit_code}")
+        run = tftrace.load(rec.run.path)
+        analysis = tftrace.analyze(run)
+        advised = [f for f in analysis.findings if f.setting is not None]
+        _say(f"  {len(analysis.findings)} finding(s), {len(advised)} with a setting")
+        if advised:
+            _say(f"  verify {', '.join(f.id for f in advised)} (repeat {repeat})")
+            analysis = tftrace.verify(run, analysis, repeat=repeat, output=out / "verify")
+        outcome.advice = _advice_of(analysis.findings)
+        for f in analysis.findings:
+            v = f.verification
+            if v is not None and tuple(v.current) != w.recorded:
+                outcome.errors.append(
+                    f"the run's pool sizes were {label(v.current)}, not {label(w.recorded)}"
+                )
+                break
+    except Exception as e:  # a 40-minute benchmark goes on to the next workload
+        traceback.print_exc(file=sys.stderr)
+        outcome.errors.append(f"record/verify: {type(e).__name__}: {e}")
+    try:
+        intra, inter = sweep_axes(cpus, w.recorded)
+        _say(f"  sweep intra {intra} x inter {inter} (repeat {repeat})")
+        result = tftrace.sweep(
+            w.script,
+            list(w.args),
+            intra=intra,
+            inter=inter,
+            repeat=repeat,
+            baseline=w.recorded,
+            explain=False,
+            output=out / "sweep",
+        )
+        outcome.table = result.table
+    except Exception as e:
+        traceback.print_exc(file=sys.stderr)
+        outcome.errors.append(f"sweep: {type(e).__name__}: {e}")
+    return outcome
+
+
+def to_json(o: Outcome) -> dict[str, Any]:
+    table = None
+    if o.table is not None:
+        cols = ["intra", "inter", "runs", "median_s", "min_s", "max_s", "speedup"]
+        table = [
+            {k: (None if pd.isna(r[k]) else r[k].item() if hasattr(r[k], "item") else r[k])
+             for k in cols}
+            for _, r in o.table[cols].iterrows()
+        ]  # fmt: skip
+    return {
+        "name": o.name,
+        "recorded": list(o.recorded),
+        "advice": [
+            {
+                "id": a.id,
+                "advised": list(a.advised),
+                "resolved": list(resolve(a.advised, o.recorded)),
+                "status": a.status,
+                "speedup": a.speedup,
+                "reason": a.reason,
+                "hit": advice_hit(a, o),
+            }
+            for a in o.advice
+        ],
+        "sweep": table,
+        "gain": has_gain(o),
+        "hit": hit(o),
+        "errors": o.errors,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, repeat 3")
+    parser.add_argument(
+        "--repeat", type=int, help=f"timed runs per setting (default {DEFAULT_REPEAT})"
+    )
+    parser.add_argument("--only", help="comma-separated workload names")
+    parser.add_argument(
+        "--output", type=Path, help="directory for everything (default: a temp dir)"
+    )
+    parser.add_argument("--markdown", type=Path, help="write the result as Markdown here")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+
+    cpus = len(os.sched_getaffinity(0))
+    entries = corpus(cpus)
+    names = [w.name for w in entries]
+    wanted = list(QUICK) if args.quick else None
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+    if wanted is not None:
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(names)}")
+        entries = [w for w in entries if w.name in wanted]
+    repeat = args.repeat or (QUICK_REPEAT if args.quick else DEFAULT_REPEAT)
+    if repeat < 1:
+        parser.error("--repeat must be >= 1")
+    out = args.output or Path(tempfile.mkdtemp(prefix="tftrace-diagnosis-"))
+    out.mkdir(parents=True, exist_ok=True)
+    busy = [w.name for w in entries if (out / w.name).exists() and any((out / w.name).iterdir())]
+    if busy:
+        parser.error(f"{out} already holds results for {', '.join(busy)}: give another --output")
+
+    _say(f"{len(entries)} workload(s), {cpus} CPUs, repeat {repeat}, output in {out}")
+    outcomes = []
+    started = time.monotonic()
+    for i, w in enumerate(entries, 1):
+        _say(f"[{i}/{len(entries)}] {w.name}: {w.about}")
+        t0 = time.monotonic()
+        outcomes.append(run_one(w, cpus, repeat, out / w.name))
+        _say(f"  done in {time.monotonic() - t0:.0f} s")
+
+    body = rows(outcomes)
+    print(text_table(HEADER, body))
+    errors = [f"{o.name}: {e}" for o in outcomes for e in o.errors]
+    if errors:
+        print("\nerrors:")
+        print("\n".join(f"  {e}" for e in errors))
+    p_line, p_ok = judgement("precision", *precision(outcomes), PRECISION_TARGET)
+    r_line, r_ok = judgement("recall", *recall(outcomes), RECALL_TARGET)
+    print()
+    print(p_line)
+    print(r_line)
+    print(f"\n{len(outcomes)} workload(s) in {time.monotonic() - started:.0f} s; runs in {out}")
+
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "cpus": cpus,
+                "repeat": repeat,
+                "gain": GAIN,
+                "precision": ratio(*precision(outcomes)),
+                "recall": ratio(*recall(outcomes)),
+                "workloads": [to_json(o) for o in outcomes],
+            },
+            indent=2,
+            default=str,
+        )
+    )
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(outcomes, cpus, repeat, [p_line, r_line]))
+        print(f"wrote {args.markdown}")
+    failed = p_ok is False or r_ok is False or bool(errors)
+    return 1 if args.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The diagnosis benchmark's scoring on hand-built data: precision, recall, gains, hits."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("diagnosis_benchmark", PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+d = _load()
+
+
+def table(*rows):
+    """A sweep table: (intra, inter, median_s, min_s, max_s) per setting."""
+    return pd.DataFrame(
+        [
+            {"intra": a, "inter": e, "runs": 5, "median_s": med, "min_s": lo, "max_s": hi}
+            for a, e, med, lo, hi in rows
+        ]
+    ).astype({"intra": "Int64", "inter": "Int64"})
+
+
+# Recorded 2/2 at 1.0 s; 1/2 runs 20 % faster beyond noise; 4/2 5 % faster beyond noise
+# (a gain below 10 %); 1/1 20 % faster but its range overlaps the recorded one (noise).
+SWEEP = table(
+    (2, 2, 1.00, 0.98, 1.02),
+    (1, 2, 0.80, 0.79, 0.81),
+    (4, 2, 0.95, 0.94, 0.96),
+    (1, 1, 0.80, 0.60, 1.00),
+)
+
+
+def test_resolve_keeps_the_recorded_size_where_advice_says_none():
+    assert d.resolve((None, 1), (4, 2)) == (4, 1)
+    assert d.resolve((1, None), (4, 2)) == (1, 2)
+    assert d.resolve((None, None), (4, 2)) == (4, 2)
+    assert d.resolve((3, 3), (4, 2)) == (3, 3)
+
+
+def test_lookup_finds_the_row_or_none():
+    assert float(d.lookup(SWEEP, (1, 2))["median_s"]) == 0.80
+    assert d.lookup(SWEEP, (8, 8)) is None
+
+
+def test_gain_needs_ten_percent_and_disjoint_ranges():
+    base = d.lookup(SWEEP, (2, 2))
+    assert d.gains(d.lookup(SWEEP, (1, 2)), base)
+    assert not d.gains(d.lookup(SWEEP, (4, 2)), base)  # beyond noise, but only 5 %
+    assert not d.gains(d.lookup(SWEEP, (1, 1)), base)  # 20 %, but within noise
+    assert not d.gains(base, base)
+
+
+def test_best_prefers_a_gain_then_the_lowest_median():
+    assert d.best(SWEEP, (2, 2)) == ((1, 2), pytest.approx(1.25), True)
+    flat = table((2, 2, 1.0, 0.9, 1.1), (1, 2, 0.97, 0.9, 1.05))
+    assert d.best(flat, (2, 2)) == ((1, 2), pytest.approx(1.0 / 0.97), False)
+    with pytest.raises(ValueError):
+        d.best(flat, (4, 4))
+
+
+def outcome(advice, sweep=SWEEP, recorded=(2, 2), name="w"):
+    return d.Outcome(name, recorded, list(advice), sweep)
+
+
+def test_advice_hit_looks_the_resolved_setting_up_in_the_sweep():
+    # (1, None) resolves to 1/2, which gains; the verification does not matter then
+    assert d.advice_hit(d.Advice("a", (1, None), "not confirmed", 1.0), outcome([]))
+    # 1/1 is in the grid but within noise: no hit, even with a confirmed verification
+    assert not d.advice_hit(d.Advice("b", (1, 1), "confirmed", 1.3), outcome([]))
+    # 4/2 is in the grid, 5 % faster: no hit
+    assert not d.advice_hit(d.Advice("c", (4, None), "confirmed", 1.05), outcome([]))
+
+
+def test_advice_outside_the_grid_falls_back_to_its_verification():
+    o = outcome([])
+    assert d.advice_hit(d.Advice("a", (3, 2), "confirmed", 1.2), o)
+    assert not d.advice_hit(d.Advice("a", (3, 2), "confirmed", 1.05), o)
+    assert not d.advice_hit(d.Advice("a", (3, 2), "not confirmed", 1.2), o)
+    assert not d.advice_hit(d.Advice("a", (3, 2), "inconclusive", 1.2), o)
+    assert not d.advice_hit(d.Advice("a", (3, 2), "not verified", None), o)
+    # without a sweep table (the sweep failed), only the verification is left
+    assert d.advice_hit(d.Advice("a", (1, 2), "confirmed", 1.2), outcome([], sweep=None))
+
+
+def test_precision_counts_inconclusive_and_unverified_as_not_confirmed():
+    outcomes = [
+        outcome([d.Advice("a", (1, None), "confirmed", 1.2)]),
+        outcome(
+            [
+                d.Advice("b", (1, 1), "inconclusive", 1.1),
+                d.Advice("c", (None, 1), "not confirmed", 0.9),
+            ]
+        ),
+        outcome([d.Advice("e", (4, 2), "not verified")]),
+        outcome([]),
+    ]
+    assert d.precision(outcomes) == (1, 4)
+    assert d.precision([outcome([])]) == (0, 0)
+
+
+def test_recall_over_workloads_with_a_gain():
+    no_gain = table((2, 2, 1.0, 0.9, 1.1), (1, 2, 0.97, 0.9, 1.05))
+    outcomes = [
+        outcome([d.Advice("a", (1, None), "confirmed", 1.2)], name="hit"),
+        outcome([d.Advice("b", (4, None), "confirmed", 1.05)], name="missed"),
+        outcome([], name="silent"),  # a gain and no advice: a miss
+        outcome([d.Advice("c", (1, None), "not confirmed", 1.0)], sweep=no_gain, name="flat"),
+        outcome([d.Advice("e", (1, None), "confirmed", 1.3)], sweep=None, name="no sweep"),
+    ]
+    assert [d.has_gain(o) for o in outcomes] == [True, True, True, False, False]
+    assert d.recall(outcomes) == (1, 3)
+    assert d.recall(outcomes[3:]) == (0, 0)
+
+
+def test_figures_and_their_verdicts():
+    assert d.ratio(0, 0) is None
+    line, ok = d.judgement("recall", 0, 0, 0.8)
+    assert "n/a" in line and ok is None
+    line, ok = d.judgement("precision", 9, 10, 0.9)
+    assert ok is True and "0.90 (9 of 10)" in line and "PASS" in line
+    line, ok = d.judgement("precision", 8, 10, 0.9)
+    assert ok is False and "FAIL" in line
+
+
+def test_table_rows_one_line_per_advice():
+    o = outcome(
+        [
+            d.Advice("ops-run-inline", (2, None), "confirmed", 1.2),
+            d.Advice("other", (1, None), "inconclusive", 1.25),
+        ],
+        recorded=(1, 2),
+        sweep=table((1, 2, 1.0, 0.98, 1.02), (2, 2, 0.8, 0.79, 0.81)),
+    )
+    body = d.rows([o, outcome([], sweep=None, name="broken")])
+    assert body[0] == (
+        "w", "1/2", "ops-run-inline -> 2/2", "confirmed", "1.20x", "2/2 1.25x", "yes", "yes"
+    )  # fmt: skip
+    assert body[1] == ("", "", "other -> 1/2", "inconclusive", "1.25x", "", "", "")
+    assert body[2] == ("broken", "2/2", "(none)", "", "", "failed", "-", "-")
+    text = d.text_table(d.HEADER, body)
+    assert text.splitlines()[0].startswith("workload")
+    md = d.markdown_table(d.HEADER, body)
+    assert md.count("\n") == len(body) + 1
+
+
+def test_corpus_scripts_exist_and_record_in_the_sweep_grid():
+    entries = d.corpus(4)
+    assert len(entries) >= 10
+    assert len({w.name for w in entries}) == len(entries)
+    assert set(d.QUICK) <= {w.name for w in entries}
+    for w in entries:
+        assert w.script.is_file(), w.script
+        intra, inter = d.sweep_axes(4, w.recorded)
+        assert w.intra in intra and w.inter in inter
+    assert d.sweep_axes(4, (4, 4)) == ([1, 4, 8], [1, 4])

@@ -1,0 +1,143 @@
+"""Verification's judgement and plumbing on hand-built figures: what confirms a finding that
+expects a speedup and one that expects threads to be wasted, the advised setting resolved
+against the run's own, the setting each rule advises, and runs that cannot be verified."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from builders import MS, events_table, make_run, threads_table
+from conftest import SAMPLE_RUN, tftrace
+from tftrace.analysis.analyze import analyze
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity, Status
+from tftrace.analysis.findings.pool_rules import inline_ops
+from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import load
+from tftrace.analysis.render.html_sections import finding as finding_html
+from tftrace.analysis.sweep.verify import (
+    VerifyError,
+    advised,
+    current_setting,
+    judge,
+    verify,
+    workload_of,
+)
+from tftrace.tracer.sweep import Setting
+
+
+def _row(intra: int, times: list[float]) -> pd.Series:
+    s = pd.Series(times)
+    return pd.Series(
+        {
+            "intra": intra,
+            "inter": 1,
+            "runs": len(times),
+            "median_s": s.median(),
+            "min_s": s.min(),
+            "max_s": s.max(),
+        }
+    )
+
+
+NOW = _row(1, [1.00, 1.02, 0.98])
+HALF = _row(2, [0.50, 0.52, 0.49])  # disjoint and 2x faster
+SAME = _row(2, [0.99, 1.03, 1.01])  # overlaps NOW
+SLOW = _row(2, [1.50, 1.52, 1.49])  # disjoint and slower
+
+
+@pytest.mark.parametrize(
+    ("expect", "advised_row", "status", "words"),
+    [
+        (Expect.FASTER, HALF, Status.CONFIRMED, "ran faster than intra 1 · inter 1: 2.00x"),
+        (Expect.FASTER, SAME, Status.NOT_CONFIRMED, "within noise"),
+        (Expect.FASTER, SLOW, Status.NOT_CONFIRMED, "ran slower"),
+        (Expect.NOT_SLOWER, SAME, Status.CONFIRMED, "within noise"),
+        (Expect.NOT_SLOWER, HALF, Status.CONFIRMED, "ran faster"),
+        (Expect.NOT_SLOWER, SLOW, Status.NOT_CONFIRMED, "ran slower"),
+    ],
+)
+def test_judge(expect: Expect, advised_row: pd.Series, status: Status, words: str):
+    got, reason = judge(expect, NOW, advised_row)
+    assert got is status
+    assert words in reason
+
+
+def test_two_runs_are_too_few_to_judge():
+    status, reason = judge(Expect.FASTER, _row(1, [1.0, 1.0]), _row(2, [0.5, 0.5]))
+    assert status is Status.INCONCLUSIVE
+    assert "too few" in reason and "2.00x" in reason
+
+
+def test_advised_keeps_the_runs_own_size_where_it_says_none():
+    now = Setting(2, 2)
+    assert advised(AdvisedSetting(1, None, Expect.NOT_SLOWER), now) == Setting(1, 2)
+    assert advised(AdvisedSetting(None, 4), now) == Setting(2, 4)
+
+
+def test_inline_ops_advise_one_intra_thread_per_core():
+    """Six 10 ms ops inline on a tf_Compute thread at intra 1 on 2 cores: ops-run-inline, its
+    advised setting intra = the 2 cores, expected faster, and the JSON says so."""
+    op = EventKind.OP.value
+    rows = [(1, "MatMul:MatMul", op, 10 * i * MS, (10 * i + 10) * MS, None, None) for i in range(6)]
+    rows.append((0, "marker", EventKind.ANNOTATION.value, 99 * MS, 100 * MS, None, None))
+    manifest = {
+        "host": {"cpu_affinity": [0, 1]},
+        "pools": {"intra_op": {"size": 1}, "inter_op": {"size": 2}},
+    }
+    pools = [Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP]
+    run = make_run(threads_table(pools, 100 * MS), events_table(rows), manifest=manifest)
+    (f,) = inline_ops(run, analyze(run, window="all"))
+    assert f.setting == AdvisedSetting(2, None, Expect.FASTER)
+    assert f.to_json()["setting"] == {"intra": 2, "inter": None, "expect": "faster"}
+    assert f.to_json()["verification"] is None
+
+
+def test_a_bare_trace_cannot_be_verified(tmp_path: Path):
+    (found,) = SAMPLE_RUN.glob("plugins/profile/*/*.xplane.pb")
+    trace = tmp_path / found.name
+    shutil.copy(found, trace)
+    run = load(trace)
+    with pytest.raises(VerifyError, match="needs a run directory"):
+        workload_of(run)
+    proc = tftrace("analyze", "--verify", trace)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "needs a run directory written by `tftrace record`" in proc.stderr
+
+
+def test_a_workload_that_is_gone_cannot_be_verified(sample_run_copy: Path):
+    manifest = json.loads((sample_run_copy / "manifest.json").read_text())
+    manifest["target"] = {"kind": "script", "value": "no/such/script.py", "args": []}
+    manifest["cwd"] = str(sample_run_copy)
+    (sample_run_copy / "manifest.json").write_text(json.dumps(manifest))
+    run = load(sample_run_copy)
+    advice = Finding("x", Severity.LOW, None, "m", "a", setting=AdvisedSetting(1, None))
+    with pytest.raises(VerifyError, match="no longer exists"):
+        verify(run, dataclasses.replace(analyze(run), findings=(advice,)))
+    assert current_setting(run).intra == run.manifest.pool("intra_op").size
+
+
+def test_no_advised_setting_runs_nothing(sample_run_copy: Path):
+    """Findings without a setting: the analysis comes back as it was, no directory made."""
+    run = load(sample_run_copy)
+    analysis = analyze(run)
+    plain = dataclasses.replace(analysis, findings=())
+    assert verify(run, plain) is plain
+    assert not (sample_run_copy / "verify").exists()
+
+
+def test_a_verified_finding_shows_its_outcome_escaped():
+    from tftrace.analysis.findings.finding import Verification
+
+    check = Verification(Status.CONFIRMED, (1, 1), (2, 1), 1.8, 1.7, 1.9, 5, "<b>2x</b>", "d")
+    f = Finding("x", Severity.HIGH, None, "m", "a", {}, verification=check)
+    html = finding_html(f)
+    assert "verified: confirmed: &lt;b&gt;2x&lt;/b&gt;" in html
+    assert f.to_json()["verification"]["speedup_range"] == [1.7, 1.9]
