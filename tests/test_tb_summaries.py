@@ -281,3 +281,11 @@ def test_tensorboard_command_serves_profile_and_scalars(
                 raise
     assert code == 0
     assert "Traceback" not in stderr_path.read_text()
+
+
+def test_the_about_text_leads_with_the_core_use_headline(written: tuple[Analysis, Any]) -> None:
+    analysis, acc = written
+    (text,) = values(acc, "about")
+    use = analysis.core_use
+    assert use is not None and use.cores
+    assert f"kept {use.mean_busy:.2f} of {use.cores} usable cores busy" in text.item().decode()

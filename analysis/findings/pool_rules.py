@@ -19,6 +19,7 @@ from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
+    BOOKKEEPING_OPS,
     INFERENCE_FUNCTION_PREFIX,
     INTER_OP_THREADS_ENV,
     INTRA_OP_THREADS_ENV,
@@ -90,21 +91,22 @@ NOT_SPLITTABLE = (INFERENCE_FUNCTION_PREFIX, ITERATOR_GET_NEXT, *PY_FUNCTION_OPS
 def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
     """Premise: ops that Eigen did not split left cores idle that splitting would have used.
 
-    Checked on the data: among the top op types (tf.function calls, input waits and
-    ``tf.py_function`` ops left out, and every op a py_function's Python ran), those that kept
-    fewer than ``SMALL_OP_PARALLELISM`` Eigen workers busy on average ran while cores were
-    free (fewer threads at work than usable cores, ``free_cores.py``) for at least
-    ``TOP_OP_SHARE`` of the window. Two chains of such ops side by side on as many cores keep
-    the cores busy: no finding. Without a CPU count (a bare trace) the intra-op pool's size
-    stands in for it, as TF sizes the pool by default. A trace without thread-pool events (TF
-    <= 2.16) does not show the Eigen workers' work, so neither premise can be checked there.
+    Checked on the data: among the top op types (tf.function calls, input waits, ``tf.py_function``
+    ops, ops that never split (``BOOKKEEPING_OPS``) and every op a py_function's Python ran left
+    out), those that kept fewer than ``SMALL_OP_PARALLELISM`` Eigen workers busy on average ran
+    while cores were free (fewer threads at work than usable cores, ``free_cores.py``) for at least
+    ``TOP_OP_SHARE`` of the window. Two chains of such ops side by side on as many cores keep the
+    cores busy: no finding. Without a CPU count (a bare trace) the intra-op pool's size stands in
+    for it, as TF sizes the pool by default. A trace without thread-pool events (TF <= 2.16) does
+    not show the Eigen workers' work, so neither premise can be checked there.
     """
     if run.regions.empty:
         return []
     size = run.manifest.pool("intra_op").size or 0
     cores = run.manifest.usable_cpus or size
     top = analysis.top_ops
-    top = top[~top["op_type"].astype(str).str.startswith(NOT_SPLITTABLE)]
+    kinds = top["op_type"].astype(str)
+    top = top[~kinds.str.startswith(NOT_SPLITTABLE) & ~kinds.isin(BOOKKEEPING_OPS)]
     small = top[top["parallelism"] < SMALL_OP_PARALLELISM]
     lo, hi = analysis.window
     if size < 2 or cores < 2 or small.empty or hi <= lo:

@@ -189,6 +189,32 @@ def op_type_of_kernel(op_kernel: str) -> str:
 # tf.py_function (EagerPyFunc) and tf.numpy_function / tf.compat.v1.py_func (PyFunc,
 # PyFuncStateless): Python code run as an op, holding the GIL.
 PY_FUNCTION_OPS = ("EagerPyFunc", "PyFunc", "PyFuncStateless")
+# Ops that move, name or hold data and never hand work to the intra-op pool however large
+# their input: they are not "too small to split", whatever parallelism they show.
+BOOKKEEPING_OPS = (
+    "Const",
+    "_EagerConst",
+    "Identity",
+    "IdentityN",
+    "NoOp",
+    "Placeholder",
+    "_Arg",
+    "_Retval",
+    "_Send",
+    "_Recv",
+    "VarHandleOp",
+    "ReadVariableOp",
+    "AssignVariableOp",
+    "DestroyResourceOp",
+    "MakeIterator",
+    "AnonymousIteratorV3",
+    "DeleteIterator",
+    "OptionalFromValue",
+    "OptionalHasValue",
+    "OptionalGetValue",
+    "Shape",
+    "Reshape",
+)
 # The main thread waiting for the input pipeline's next element (an op type, and a prefix of
 # the event "IteratorGetNextOp::DoCompute").
 ITERATOR_GET_NEXT = "IteratorGetNext"

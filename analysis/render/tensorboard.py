@@ -45,6 +45,7 @@ from tensorboard.util import tensor_util
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
+from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.window_text import warmup_line, window_line
 
 SUBDIR = "tftrace"
@@ -193,6 +194,7 @@ def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[
         "",
         f"- analysed {window_line(analysis)}",
         *([f"- {warmup}"] if warmup else []),
+        *(f"- {line}" for line in (headline(analysis.core_use) if analysis.core_use else [])),
         f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
         "wall time = when it happened",
         "- single figures (pool, queue_delay, breakdown) are one point at step 0",
@@ -209,7 +211,11 @@ def render_findings(findings: Iterable[Finding]) -> str:
         item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {f.message}"
         if f.consequence_of:
             item += f" *(a consequence of {', '.join(f.consequence_of)})*"
-        items.append(f"{item}\n  *Action:* {f.action}" if f.action else item)
+        if f.action:
+            item += f"\n  *Action:* {f.action}"
+        if f.verification:
+            item += f"\n  *Verified:* {f.verification.status.value}: {f.verification.reason}"
+        items.append(item)
     return "\n".join(items) if items else "No findings."
 
 
