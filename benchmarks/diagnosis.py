@@ -2,7 +2,7 @@
 
 Run it from the repository root with the project's virtualenv:
 
-    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads, repeat 5: ~40 min, 2 cores
+    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads, repeat 5: ~1 h on 2 cores
     .venv/bin/python benchmarks/diagnosis.py --quick    # 2 workloads, repeat 3: a few minutes
     .venv/bin/python benchmarks/diagnosis.py --only branches,small-ops --repeat 3
     .venv/bin/python benchmarks/diagnosis.py --markdown docs/diagnosis.md --output runs/
@@ -62,6 +62,10 @@ from tftrace.analysis.sweep.stats import faster  # beyond noise: tftrace's own t
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"
+# Timed per step (a Trace(step_num=) block each), so that TensorFlow's import and the first
+# product are left out of the timing: eager scripts without steps are timed whole.
+MATMUL = str(ROOT / "examples" / "matmul_scaling.py")
+BIG = ["--size", "1500", "--count", "10"]
 RECORD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # the pool sizes are added per workload
 
 GAIN = 1.10  # a setting "gains" when the recorded one's median over its median is >= this
@@ -103,9 +107,9 @@ def corpus(cpus: int) -> list[Workload]:
 
     c = cpus
     return [
-        w("keras-mobilenet", "keras_fit_mobilenet.py", ["--batches", "30"], c, c,
+        w("keras-mobilenet", "keras_fit_mobilenet.py", ["--batches", "16"], c, c,
           "Keras fit of MobileNetV2 (weights=None)"),
-        w("keras-custom", "keras_fit_custom.py", ["--batches", "60"], c, c,
+        w("keras-custom", "keras_fit_custom.py", ["--batches", "40"], c, c,
           "Keras fit of a Conv/Dense model fed by tf.data"),
         w("data-sequential", "data_sequential.py", [], c, c,
           "tf.data map without parallel calls"),
@@ -117,14 +121,14 @@ def corpus(cpus: int) -> list[Workload]:
           "two independent matmul chains, one thread per pool"),
         w("branches", "branches.py", [], c, c,
           "two independent matmul chains"),
-        w("big-matmul-intra1", "eager_big_matmul.py", ["12"], 1, c,
-          "eager 2000x2000 products, run inline (intra 1)"),
-        w("big-matmul", "eager_big_matmul.py", ["12"], c, c,
-          "eager 2000x2000 products"),
+        w("big-matmul-intra1", MATMUL, BIG, 1, c,
+          "eager 1500x1500 products, one per step, run inline (intra 1)"),
+        w("big-matmul", MATMUL, BIG, c, c,
+          "eager 1500x1500 products, one per step"),
         w("small-ops", "small_ops.py", [], c, c,
           "tf.function of many small products"),
-        w("big-matmul-oversubscribed", "eager_big_matmul.py", ["12"], 2 * c, c,
-          "eager 2000x2000 products, intra 2*CPUS"),
+        w("big-matmul-oversubscribed", MATMUL, BIG, 2 * c, c,
+          "eager 1500x1500 products, one per step, intra 2*CPUS"),
         w("small-elementwise", "eager_small_elementwise.py", [], c, c,
           "tight eager loop of small element-wise ops"),
     ]  # fmt: skip
@@ -396,7 +400,7 @@ def run_one(w: Workload, cpus: int, repeat: int, out: Path) -> Outcome:
         "TF_NUM_INTEROP_THREADS": str(w.inter),
     }
     try:
-        _say(f"  record {w.script.name} {' '.join(w.args)} at {label(w.recorded)}")
+        _say(f"  record {' '.join([w.script.name, *w.args])} at {label(w.recorded)}")
         rec = tftrace.record(
             w.script, list(w.args), output=out / "record", pyspy=False, env=env, echo=False
         )

@@ -50,6 +50,7 @@ NOW = _row(1, [1.00, 1.02, 0.98])
 HALF = _row(2, [0.50, 0.52, 0.49])  # disjoint and 2x faster
 SAME = _row(2, [0.99, 1.03, 1.01])  # overlaps NOW
 SLOW = _row(2, [1.50, 1.52, 1.49])  # disjoint and slower
+SLOWISH = _row(2, [1.10, 1.12, 0.97])  # overlaps NOW, median 10 % slower
 
 
 @pytest.mark.parametrize(
@@ -61,6 +62,8 @@ SLOW = _row(2, [1.50, 1.52, 1.49])  # disjoint and slower
         (Expect.NOT_SLOWER, SAME, Status.CONFIRMED, "within noise"),
         (Expect.NOT_SLOWER, HALF, Status.CONFIRMED, "ran faster"),
         (Expect.NOT_SLOWER, SLOW, Status.NOT_CONFIRMED, "ran slower"),
+        (Expect.NOT_SLOWER, SLOWISH, Status.NOT_CONFIRMED, "the median is slower"),
+        (Expect.FASTER, SLOWISH, Status.NOT_CONFIRMED, "within noise"),
     ],
 )
 def test_judge(expect: Expect, advised_row: pd.Series, status: Status, words: str):
@@ -141,3 +144,21 @@ def test_a_verified_finding_shows_its_outcome_escaped():
     html = finding_html(f)
     assert "verified: confirmed: &lt;b&gt;2x&lt;/b&gt;" in html
     assert f.to_json()["verification"]["speedup_range"] == [1.7, 1.9]
+
+
+def test_advice_that_is_the_runs_own_setting_runs_nothing(sample_run_copy: Path):
+    """Every advised setting equals the run's own: inconclusive, no workload started (the
+    sample run's script is not on this machine, so a run would fail)."""
+    run = load(sample_run_copy)
+    now = current_setting(run)
+    same = AdvisedSetting(now.intra, None)
+    advice = Finding("x", Severity.LOW, None, "m", "a", setting=same)
+    manifest = json.loads((sample_run_copy / "manifest.json").read_text())
+    manifest["target"] = {"kind": "script", "value": __file__, "args": []}
+    (sample_run_copy / "manifest.json").write_text(json.dumps(manifest))
+    run = load(sample_run_copy)
+    (checked,) = verify(run, dataclasses.replace(analyze(run), findings=(advice,))).findings
+    assert checked.verification is not None
+    assert checked.verification.status is Status.INCONCLUSIVE
+    assert "run's own" in checked.verification.reason
+    assert not (sample_run_copy / "verify").exists()

@@ -35,6 +35,9 @@ from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT, Target
 from tftrace.tracer.sweep import Setting
 
 VERIFY_DIR = "verify"
+# "Not slower" within noise, and its median no more than 5 % slower: ranges that overlap
+# because one run was disturbed do not confirm a setting whose typical run is slower.
+NOT_SLOWER_TOLERANCE = 0.05
 
 
 class VerifyError(TftraceError):
@@ -98,10 +101,24 @@ def judge(expect: Expect, now: pd.Series, then: pd.Series) -> tuple[Status, str]
     elif faster(now, then):
         verdict = Status.NOT_CONFIRMED
         said = f"{name} ran slower than {base}: {figures}"
+    elif expect is Expect.NOT_SLOWER and speedup < 1 - NOT_SLOWER_TOLERANCE:
+        verdict = Status.NOT_CONFIRMED
+        said = f"{name} and {base} are within noise, but the median is slower: {figures}"
     else:
         verdict = Status.CONFIRMED if expect is Expect.NOT_SLOWER else Status.NOT_CONFIRMED
         said = f"{name} and {base} are within noise: {figures}"
     return verdict, said
+
+
+def _unchanged(f: Finding, now: Setting) -> Finding:
+    """A finding whose advised setting is the run's own: inconclusive, nothing was run."""
+    if f.setting is None:
+        return f
+    sizes = (now.intra, now.inter)
+    check = Verification(
+        Status.INCONCLUSIVE, sizes, sizes, 1.0, 1.0, 1.0, 0, "the advised setting is the run's own"
+    )
+    return dataclasses.replace(f, verification=check)
 
 
 def _next_free(path: Path) -> Path:
@@ -160,6 +177,10 @@ def verify(
     now = current_setting(run)
     wanted = {f.id: advised(f.setting, now) for f in analysis.findings if f.setting}
     settings = list(dict.fromkeys([now, *wanted.values()]))
+    if len(settings) == 1:  # every advice is the run's own setting: nothing to compare
+        return dataclasses.replace(
+            analysis, findings=tuple(_unchanged(f, now) for f in analysis.findings)
+        )
     out = _next_free(Path(run.path) / VERIFY_DIR) if output is None else Path(output)
     result = sweep_settings(
         target,
@@ -181,15 +202,12 @@ def verify(
             return f
         setting = wanted[f.id]
         if setting == now:
-            status, reason = Status.INCONCLUSIVE, "the advised setting is the run's own"
-            speed = lo = hi = 1.0
-            runs = int(row(now)["runs"])
-        else:
-            a, b = row(now), row(setting)
-            status, reason = judge(f.setting.expect, a, b)
-            speed = float(a["median_s"] / b["median_s"])
-            lo, hi = float(a["min_s"] / b["max_s"]), float(a["max_s"] / b["min_s"])
-            runs = int(min(a["runs"], b["runs"]))
+            return _unchanged(f, now)
+        a, b = row(now), row(setting)
+        status, reason = judge(f.setting.expect, a, b)
+        speed = float(a["median_s"] / b["median_s"])
+        lo, hi = float(a["min_s"] / b["max_s"]), float(a["max_s"] / b["min_s"])
+        runs = int(min(a["runs"], b["runs"]))
         check = Verification(
             status,
             (now.intra, now.inter),
