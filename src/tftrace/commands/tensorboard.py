@@ -11,6 +11,8 @@ Figures and findings come from ``tftrace.analysis.analyze.analyze`` and the imag
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -60,7 +62,10 @@ def serve(logdir: Path, port: int) -> int:
         _sleep_until_interrupted()
     except KeyboardInterrupt:
         print("", flush=True)
-    return 0
+    # Everything is written; TensorBoard's own non-daemon threads (a plugin still loading, a
+    # reload pass) would hold the interpreter's exit for as long as they run: leave now.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _sleep_until_interrupted() -> None:
