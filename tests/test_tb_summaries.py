@@ -289,3 +289,29 @@ def test_the_about_text_leads_with_the_core_use_headline(written: tuple[Analysis
     use = analysis.core_use
     assert use is not None and use.cores
     assert f"kept {use.mean_busy:.2f} of {use.cores} usable cores busy" in text.item().decode()
+
+
+@pytest.mark.slow
+def test_tensorboard_stops_on_ctrl_c_even_when_started_with_it_ignored(
+    sample_run_copy: Path,
+) -> None:
+    """A parent that ignores SIGINT passes that on through exec (as a test run had, once): the
+    server still stops on Ctrl-C."""
+    server = subprocess.Popen(
+        tftrace_command("tensorboard", sample_run_copy, "--port", str(free_port())),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=quiet_env(),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        _wait_for_url(_lines(server.stdout), time.monotonic() + 45)
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            code = server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise
+    assert code == 0

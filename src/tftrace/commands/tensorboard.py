@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -56,6 +57,9 @@ def run(ns: argparse.Namespace) -> int:
 
 def serve(logdir: Path, port: int) -> int:
     """Serve ``logdir`` with TensorBoard in this process until Ctrl-C (then exit 0)."""
+    # A process started with SIGINT ignored (a parent that ignores it passes that on through
+    # exec) would never stop on Ctrl-C: the server promises that it does.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         url = _launch(logdir, port)
         print(f"TensorBoard: {url}  (Ctrl-C to stop)", flush=True)
