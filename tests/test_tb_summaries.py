@@ -238,6 +238,16 @@ def _poll(fetch: Any, ready: Any, deadline: float) -> Any:
     raise AssertionError(f"not ready: {result}")
 
 
+def _stop(server: subprocess.Popen[str]) -> int:
+    """Ctrl-C the server; its exit code, or a failure (and a kill) after 20 s."""
+    server.send_signal(signal.SIGINT)
+    try:
+        return server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        raise
+
+
 @pytest.mark.slow
 def test_tensorboard_command_serves_profile_and_scalars(
     sample_run_copy: Path, tmp_path: Path
@@ -273,12 +283,7 @@ def test_tensorboard_command_serves_profile_and_scalars(
             (session,) = [p.name for p in run_dir.glob("plugins/profile/*")]
             assert any(session in s for s in sessions), sessions
         finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                code = server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                raise
+            code = _stop(server)
     assert code == 0
     assert "Traceback" not in stderr_path.read_text()
 
@@ -308,10 +313,5 @@ def test_tensorboard_stops_on_ctrl_c_even_when_started_with_it_ignored(
     try:
         _wait_for_url(_lines(server.stdout), time.monotonic() + 45)
     finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            code = server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise
+        code = _stop(server)
     assert code == 0

@@ -82,12 +82,18 @@ def workload_of(run: Run) -> Target:
     return dataclasses.replace(target, value=str(script))
 
 
+def compare(now: pd.Series, then: pd.Series) -> tuple[float, float, float, int]:
+    """``now``'s median over ``then``'s, its worst and best case from the two ranges, and the
+    runs each has (the fewer)."""
+    speedup = float(now["median_s"] / then["median_s"])
+    lo, hi = float(now["min_s"] / then["max_s"]), float(now["max_s"] / then["min_s"])
+    return speedup, lo, hi, int(min(now["runs"], then["runs"]))
+
+
 def judge(expect: Expect, now: pd.Series, then: pd.Series) -> tuple[Status, str]:
     """``then`` (the advised setting's row of a sweep table) against ``now`` (the run's own):
     the status and a sentence with the figures."""
-    runs = int(min(now["runs"], then["runs"]))
-    speedup = float(now["median_s"] / then["median_s"])
-    lo, hi = float(now["min_s"] / then["max_s"]), float(now["max_s"] / then["min_s"])
+    speedup, lo, hi, runs = compare(now, then)
     name, base = label_of(then["intra"], then["inter"]), label_of(now["intra"], now["inter"])
     figures = f"{speedup:.2f}x ({lo:.2f}-{hi:.2f}x over {runs} runs each)"
     if runs < MIN_REPEATS:
@@ -205,9 +211,7 @@ def verify(
             return _unchanged(f, now)
         a, b = row(now), row(setting)
         status, reason = judge(f.setting.expect, a, b)
-        speed = float(a["median_s"] / b["median_s"])
-        lo, hi = float(a["min_s"] / b["max_s"]), float(a["max_s"] / b["min_s"])
-        runs = int(min(a["runs"], b["runs"]))
+        speed, lo, hi, runs = compare(a, b)
         check = Verification(
             status,
             (now.intra, now.inter),
