@@ -2,7 +2,7 @@
 
 Run it from the repository root with the project's virtualenv:
 
-    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads, repeat 5: ~1 h on 2 cores
+    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads: ~1 h on 2 cores
     .venv/bin/python benchmarks/diagnosis.py --quick    # 2 workloads, repeat 3: a few minutes
     .venv/bin/python benchmarks/diagnosis.py --only branches,small-ops --repeat 3
     .venv/bin/python benchmarks/diagnosis.py --markdown docs/diagnosis.md --output runs/
@@ -12,7 +12,8 @@ with the pool sizes it is recorded with (intra-op / inter-op; CPUS = the usable 
 
 1. record it (``tftrace.record``, no py-spy) and analyse it (``tftrace.analyze``);
 2. verify the findings that advise a thread setting (``tftrace.verify``: the advised setting
-   and the recorded one, fresh interleaved processes, ``--repeat`` runs each);
+   and the recorded one, fresh interleaved processes, ``--verify-repeat`` runs each,
+   default 7, judged as ``tftrace analyze --verify`` judges them);
 3. sweep a grid independently of the findings (``tftrace.sweep``): intra-op in
    {1, CPUS, 2*CPUS} x inter-op in {1, CPUS}, the recorded sizes added to the axes, the
    recorded setting as the baseline, ``--repeat`` runs each.
@@ -33,7 +34,7 @@ Everything is kept under ``--output`` (default: a new temporary directory): per 
 NAME its run directory (``NAME/record``), the verification's runs (``NAME/verify``) and its
 sweep (``NAME/sweep``); and ``results.json`` for all of them. ``--markdown PATH`` writes the
 table and the figures as a Markdown document (for ``docs/diagnosis.md``), with the CPU model,
-core count, TensorFlow version, date and repeat. The exit status is 0 whether or not a target
+core count, TensorFlow version, date and repeats. The exit status is 0 whether or not a target
 is met (it is a benchmark); with ``--check`` it is 1 when a target is missed or a workload
 fails.
 """
@@ -59,6 +60,7 @@ import pandas as pd
 
 import tftrace
 from tftrace.analysis.sweep.stats import faster  # beyond noise: tftrace's own test
+from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"
@@ -340,7 +342,9 @@ def tf_version() -> str:
     return "unknown"
 
 
-def markdown(outcomes: Sequence[Outcome], cpus: int, repeat: int, figures: Sequence[str]) -> str:
+def markdown(
+    outcomes: Sequence[Outcome], cpus: int, repeats: tuple[int, int], figures: Sequence[str]
+) -> str:
     """The document for ``docs/diagnosis.md`` (no machine path or hostname in it)."""
     return "\n".join(
         [
@@ -355,7 +359,8 @@ def markdown(outcomes: Sequence[Outcome], cpus: int, repeat: int, figures: Seque
             f"- usable cores: {cpus}",
             f"- TensorFlow: {tf_version()}",
             f"- date: {datetime.date.today().isoformat()}",
-            f"- repeat: {repeat} timed runs per setting",
+            f"- repeat: {repeats[0]} timed runs per setting in a sweep, "
+            f"{repeats[1]} in a verification",
             "",
             markdown_table(HEADER, rows(outcomes)),
             "",
@@ -391,8 +396,10 @@ def _advice_of(findings: Sequence[Any]) -> list[Advice]:
     return out
 
 
-def run_one(w: Workload, cpus: int, repeat: int, out: Path) -> Outcome:
-    """Record, analyse, verify and sweep one workload; failures are kept as errors."""
+def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outcome:
+    """Record, analyse, verify and sweep one workload (``repeats``: runs per setting in the
+    sweep and in the verification); failures are kept as errors."""
+    repeat, verify_repeat = repeats
     outcome = Outcome(w.name, w.recorded)
     env = {
         **RECORD_ENV,
@@ -411,8 +418,8 @@ def run_one(w: Workload, cpus: int, repeat: int, out: Path) -> Outcome:
         advised = [f for f in analysis.findings if f.setting is not None]
         _say(f"  {len(analysis.findings)} finding(s), {len(advised)} with a setting")
         if advised:
-            _say(f"  verify {', '.join(f.id for f in advised)} (repeat {repeat})")
-            analysis = tftrace.verify(run, analysis, repeat=repeat, output=out / "verify")
+            _say(f"  verify {', '.join(f.id for f in advised)} (repeat {verify_repeat})")
+            analysis = tftrace.verify(run, analysis, repeat=verify_repeat, output=out / "verify")
         outcome.advice = _advice_of(analysis.findings)
         for f in analysis.findings:
             v = f.verification
@@ -479,7 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, repeat 3")
     parser.add_argument(
-        "--repeat", type=int, help=f"timed runs per setting (default {DEFAULT_REPEAT})"
+        "--repeat", type=int, help=f"timed runs per setting in a sweep (default {DEFAULT_REPEAT})"
+    )
+    parser.add_argument(
+        "--verify-repeat",
+        type=int,
+        help=f"timed runs per setting in a verification (default {DEFAULT_VERIFY_REPEAT})",
     )
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument(
@@ -501,21 +513,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(names)}")
         entries = [w for w in entries if w.name in wanted]
     repeat = args.repeat or (QUICK_REPEAT if args.quick else DEFAULT_REPEAT)
-    if repeat < 1:
-        parser.error("--repeat must be >= 1")
+    verify_repeat = args.verify_repeat or (QUICK_REPEAT if args.quick else DEFAULT_VERIFY_REPEAT)
+    if min(repeat, verify_repeat) < 1:
+        parser.error("--repeat and --verify-repeat must be >= 1")
+    repeats = (repeat, verify_repeat)
     out = args.output or Path(tempfile.mkdtemp(prefix="tftrace-diagnosis-"))
     out.mkdir(parents=True, exist_ok=True)
     busy = [w.name for w in entries if (out / w.name).exists() and any((out / w.name).iterdir())]
     if busy:
         parser.error(f"{out} already holds results for {', '.join(busy)}: give another --output")
 
-    _say(f"{len(entries)} workload(s), {cpus} CPUs, repeat {repeat}, output in {out}")
+    _say(f"{len(entries)} workload(s), {cpus} CPUs, repeat {repeats}, output in {out}")
     outcomes = []
     started = time.monotonic()
     for i, w in enumerate(entries, 1):
         _say(f"[{i}/{len(entries)}] {w.name}: {w.about}")
         t0 = time.monotonic()
-        outcomes.append(run_one(w, cpus, repeat, out / w.name))
+        outcomes.append(run_one(w, cpus, repeats, out / w.name))
         _say(f"  done in {time.monotonic() - t0:.0f} s")
 
     body = rows(outcomes)
@@ -536,6 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             {
                 "cpus": cpus,
                 "repeat": repeat,
+                "verify_repeat": verify_repeat,
                 "gain": GAIN,
                 "precision": ratio(*precision(outcomes)),
                 "recall": ratio(*recall(outcomes)),
@@ -547,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(outcomes, cpus, repeat, [p_line, r_line]))
+        args.markdown.write_text(markdown(outcomes, cpus, repeats, [p_line, r_line]))
         print(f"wrote {args.markdown}")
     failed = p_ok is False or r_ok is False or bool(errors)
     return 1 if args.check and failed else 0

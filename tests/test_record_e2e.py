@@ -134,8 +134,15 @@ def test_profiler_window_delay_and_duration(record):
     assert 0.5 < span_s < 2.0
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_signal_stops_workload_and_keeps_the_trace(tmp_path: Path, signame: str):
+@pytest.mark.parametrize(
+    ("signame", "started_ignoring_sigint"),
+    [("SIGTERM", False), ("SIGINT", False), ("SIGINT", True)],
+)
+def test_signal_stops_workload_and_keeps_the_trace(
+    tmp_path: Path, signame: str, started_ignoring_sigint: bool
+):
+    """Also from a parent that ignores SIGINT (a shell's background job), which exec passes on
+    to the recorder and could pass on to the workload."""
     import signal
     import subprocess
     import time
@@ -147,6 +154,11 @@ def test_signal_stops_workload_and_keeps_the_trace(tmp_path: Path, signame: str)
         stderr=subprocess.PIPE,
         text=True,
         env=quiet_env(),
+        preexec_fn=(
+            (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+            if started_ignoring_sigint
+            else None
+        ),
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 120

@@ -10,6 +10,9 @@ from pathlib import Path
 DEFAULT_RUNS_DIR = Path("tftrace-runs")
 DEFAULT_SWEEPS_DIR = Path("tftrace-sweeps")
 DEFAULT_SWEEP_REPEAT = 5  # timed runs per setting
+# A verification tests one claim with a one-sided U test: at 7 runs each, one disturbed run
+# cannot hide a real difference (at 5 it can). See analysis/sweep/stats.py.
+DEFAULT_VERIFY_REPEAT = 7
 # py-spy's own CPU, measured by the kernel on a 2-core machine: 2.4-5.2 % of one core at
 # 50 Hz non-blocking, taken from a workload that uses every core. 20 Hz (a sample per 50 ms
 # of Python) keeps it near 1-2 % of a core.

@@ -10,10 +10,13 @@ difference", never a winner picked from noise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from scipy.stats import mannwhitneyu
 
 from tftrace.tracer.sweep import Setting
 
@@ -117,3 +120,22 @@ def beyond_cpus(table: pd.DataFrame, cpus: int) -> list[int]:
         if any(not pd.isna(v) and v > cpus for v in (r["intra"], r["inter"])):
             over.append(int(i))
     return over
+
+
+# A finding's verification is one comparison stated before the runs (the finding's claim),
+# not a search over a grid, so it is judged by a one-sided test at the usual level instead of
+# the sweep's disjoint ranges: with 7 runs each, one disturbed run (a burst of CPU steal on a
+# shared machine) cannot by itself hide a real speedup, as it can with disjoint ranges.
+ALPHA = 0.05
+
+
+def p_faster(fast: Sequence[float], slow: Sequence[float]) -> float:
+    """One-sided p-value that ``fast``'s times are typically lower than ``slow``'s (the
+    Mann-Whitney U test, exact for small samples without ties)."""
+    return float(mannwhitneyu(list(fast), list(slow), alternative="less").pvalue)
+
+
+def pairwise_speedup(base: Sequence[float], other: Sequence[float]) -> float:
+    """``other``'s speedup over ``base``: the median of every base/other ratio (the
+    Hodges-Lehmann estimate that goes with the U test; one outlying run barely moves it)."""
+    return float(np.median(np.divide.outer(np.asarray(base), np.asarray(other))))

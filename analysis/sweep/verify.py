@@ -4,9 +4,10 @@ A finding whose action is a thread setting says so machine-readably (``Finding.s
 claim is tested the way a sweep tests a setting: the recorded workload runs again under the
 advised setting and under the run's own, in fresh processes, interleaved, ``repeat`` times
 each, timed over its steady steps (``session.sweep_settings``). A finding that expects its
-setting to be faster is confirmed when it is, beyond noise (disjoint ranges and a gain of at
-least ``stats.MIN_GAIN``); one that expects threads to be wasted (``Expect.NOT_SLOWER``) is
-confirmed unless its setting is slower beyond noise. The runs stay in the run directory
+setting to be faster is confirmed when it is, beyond noise (a one-sided Mann-Whitney U test at
+``stats.ALPHA`` and a typical gain of at least ``stats.MIN_GAIN``); one that expects threads to
+be wasted (``Expect.NOT_SLOWER``) is confirmed unless its setting is slower beyond noise or
+typically more than ``NOT_SLOWER_TOLERANCE`` slower. The runs stay in the run directory
 (``RUN/verify/``, a sweep directory: ``tftrace summary RUN/verify`` shows them again).
 """
 
@@ -14,10 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import pandas as pd
 
 from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.findings.finding import (
@@ -29,14 +28,20 @@ from tftrace.analysis.findings.finding import (
 )
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.sweep.session import SweepProgress, sweep_settings
-from tftrace.analysis.sweep.stats import MIN_REPEATS, faster, label_of
+from tftrace.analysis.sweep.stats import (
+    ALPHA,
+    MIN_GAIN,
+    MIN_REPEATS,
+    p_faster,
+    pairwise_speedup,
+)
 from tftrace.errors import TftraceError
-from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT, Target
+from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT, Target
 from tftrace.tracer.sweep import Setting
 
 VERIFY_DIR = "verify"
-# "Not slower" within noise, and its median no more than 5 % slower: ranges that overlap
-# because one run was disturbed do not confirm a setting whose typical run is slower.
+# "Not slower": not slower beyond noise, and typically (the pairwise median) no more than 5 %
+# slower, so that noise too large to judge does not confirm a setting whose runs are slower.
 NOT_SLOWER_TOLERANCE = 0.05
 
 
@@ -82,34 +87,35 @@ def workload_of(run: Run) -> Target:
     return dataclasses.replace(target, value=str(script))
 
 
-def compare(now: pd.Series, then: pd.Series) -> tuple[float, float, float, int]:
-    """``now``'s median over ``then``'s, its worst and best case from the two ranges, and the
-    runs each has (the fewer)."""
-    speedup = float(now["median_s"] / then["median_s"])
-    lo, hi = float(now["min_s"] / then["max_s"]), float(now["max_s"] / then["min_s"])
-    return speedup, lo, hi, int(min(now["runs"], then["runs"]))
+def compare(now: Sequence[float], then: Sequence[float]) -> tuple[float, float, float, int]:
+    """``then``'s speedup over ``now`` (their per-run times): the median of the pairwise
+    ratios, its worst and best case from the two ranges, and the runs each has (the fewer)."""
+    speedup = pairwise_speedup(now, then)
+    lo, hi = min(now) / max(then), max(now) / min(then)
+    return speedup, float(lo), float(hi), min(len(now), len(then))
 
 
-def judge(expect: Expect, now: pd.Series, then: pd.Series) -> tuple[Status, str]:
-    """``then`` (the advised setting's row of a sweep table) against ``now`` (the run's own):
-    the status and a sentence with the figures."""
+def judge(
+    expect: Expect, now: Sequence[float], then: Sequence[float], name: str, base: str
+) -> tuple[Status, str]:
+    """The advised setting's per-run times (``then``, called ``name``) against the run's own
+    (``now``, called ``base``): the status and a sentence with the figures."""
     speedup, lo, hi, runs = compare(now, then)
-    name, base = label_of(then["intra"], then["inter"]), label_of(now["intra"], now["inter"])
     figures = f"{speedup:.2f}x ({lo:.2f}-{hi:.2f}x over {runs} runs each)"
     if runs < MIN_REPEATS:
         return Status.INCONCLUSIVE, (
             f"{runs} run(s) per setting are too few to judge noise (need {MIN_REPEATS}): "
             f"{name} vs {base}: {figures}"
         )
-    if faster(then, now):
+    if p_faster(then, now) <= ALPHA and speedup >= 1 + MIN_GAIN:
         verdict = Status.CONFIRMED
         said = f"{name} ran faster than {base}: {figures}"
-    elif faster(now, then):
+    elif p_faster(now, then) <= ALPHA and speedup <= 1 - MIN_GAIN:
         verdict = Status.NOT_CONFIRMED
         said = f"{name} ran slower than {base}: {figures}"
     elif expect is Expect.NOT_SLOWER and speedup < 1 - NOT_SLOWER_TOLERANCE:
         verdict = Status.NOT_CONFIRMED
-        said = f"{name} and {base} are within noise, but the median is slower: {figures}"
+        said = f"{name} and {base} are within noise, but typically {name} is slower: {figures}"
     else:
         verdict = Status.CONFIRMED if expect is Expect.NOT_SLOWER else Status.NOT_CONFIRMED
         said = f"{name} and {base} are within noise: {figures}"
@@ -140,7 +146,7 @@ def verify(
     run: Run,
     analysis: Analysis | None = None,
     *,
-    repeat: int = DEFAULT_SWEEP_REPEAT,
+    repeat: int = DEFAULT_VERIFY_REPEAT,
     warmup_steps: int = 1,
     output: str | os.PathLike[str] | None = None,
     progress: Callable[[SweepProgress], None] | None = None,
@@ -152,7 +158,7 @@ def verify(
         run: a run recorded by ``tftrace.record`` (its manifest names the workload and the
             pool sizes it ran with); the workload is run again, so it must still exist.
         analysis: the run's analysis, whose findings are verified (default: ``analyze(run)``).
-        repeat: timed runs per setting (3 or more to judge noise; default 5).
+        repeat: timed runs per setting (3 or more to judge noise; default 7).
         warmup_steps: steps left out before the timed steady state starts.
         output: the sweep directory for the runs (default: ``RUN/verify``, or ``verify-2``...
             when that holds an earlier verification).
@@ -197,11 +203,11 @@ def verify(
         output=out,
         progress=progress,
     )
-    table = result.table
-    keys = list(zip(table["intra"], table["inter"], strict=True))
+    runs = result.runs
 
-    def row(setting: Setting) -> pd.Series:
-        return table.iloc[keys.index((setting.intra, setting.inter))]
+    def times(setting: Setting) -> list[float]:
+        mine = runs[(runs["intra"] == setting.intra) & (runs["inter"] == setting.inter)]
+        return [float(t) for t in mine["time_s"]]
 
     def checked(f: Finding) -> Finding:
         if f.setting is None:
@@ -209,9 +215,9 @@ def verify(
         setting = wanted[f.id]
         if setting == now:
             return _unchanged(f, now)
-        a, b = row(now), row(setting)
-        status, reason = judge(f.setting.expect, a, b)
-        speed, lo, hi, runs = compare(a, b)
+        a, b = times(now), times(setting)
+        status, reason = judge(f.setting.expect, a, b, setting.label(), now.label())
+        speed, lo, hi, count = compare(a, b)
         check = Verification(
             status,
             (now.intra, now.inter),
@@ -219,7 +225,7 @@ def verify(
             speed,
             lo,
             hi,
-            runs,
+            count,
             reason,
             str(out),
         )

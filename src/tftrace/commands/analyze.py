@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from tftrace.commands import add_analysis_arguments, analyze_run
+from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -29,9 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify-repeat",
         type=int,
-        default=5,
+        default=DEFAULT_VERIFY_REPEAT,
         metavar="N",
-        help="timed runs per setting with --verify (default 5; 3 or more to judge noise)",
+        help=f"timed runs per setting with --verify (default {DEFAULT_VERIFY_REPEAT}; "
+        "3 or more to judge noise)",
     )
 
 
