@@ -3,8 +3,13 @@ are worked out by hand."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from builders import MS, hand_built_run
-from tftrace.analysis.metrics.breakdown import breakdown
+from conftest import SAMPLE_RUN
+from tftrace.analysis.metrics.breakdown import breakdown, indicators, span_breakdowns
+from tftrace.analysis.metrics.steps import find_steps
+from tftrace.analysis.model.run import load
 from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
 from tftrace.analysis.model.pools import Pool
 
@@ -41,3 +46,27 @@ def test_queue_delay_by_hand():
     stats = queue_delay_stats(hand_built_run()).set_index("pool")
     assert stats.loc["intra-op", "closures"] == 2
     assert stats.loc["intra-op", "max_us"] == 10_000  # the second closure waited 30 -> 40 ms
+
+
+def test_spans_by_hand_match_a_breakdown_of_each():
+    run = hand_built_run()
+    starts = np.array([0, 5, 25, 30, 65, 0]) * MS
+    ends = np.array([100, 35, 45, 30, 100, 10]) * MS  # one empty span, one edge to edge
+    got = span_breakdowns(run, starts, ends)
+    assert got[1].tolist() == [5 * MS, 10 * MS, 0, 10 * MS, 5 * MS, 0]  # 5-35 by the cases above
+    for row, s, e in zip(got, starts, ends, strict=True):
+        assert row.sum() == e - s
+        if e > s:
+            assert row.tolist() == breakdown(run, (int(s), int(e)))["ns"].tolist()
+
+
+def test_per_step_breakdown_equals_a_breakdown_per_step():
+    """The steps' shares come from one timeline of the whole trace; the same figures as a
+    breakdown computed over each step on its own, on a real trace."""
+    run = load(SAMPLE_RUN)
+    steps = find_steps(run).table
+    assert len(steps) >= 3
+    signals = indicators(run)
+    for _, step in steps.iterrows():
+        alone = breakdown(run, (int(step["start_ns"]), int(step["end_ns"])), signals)
+        assert np.allclose(step[alone["category"]].to_numpy(float), alone["share"], atol=1e-12)

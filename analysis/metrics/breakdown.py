@@ -145,3 +145,32 @@ def breakdown(
     width = np.diff(edges)
     ns = np.bincount(category, weights=width, minlength=len(CATEGORIES)).astype(np.int64)
     return pd.DataFrame({"category": CATEGORIES, "ns": ns, "share": ns / (hi - lo)})
+
+
+def span_breakdowns(
+    run: Run, starts: np.ndarray, ends: np.ndarray, signals: Indicators | None = None
+) -> np.ndarray:
+    """ns per category of each span [starts[i], ends[i]] (one row per span, columns in
+    CATEGORIES order), equal to ``breakdown`` of each span but from one category timeline
+    of the whole trace: a category at an instant does not depend on the window around it,
+    so each span's figures are differences of running totals (linear in events + spans, where
+    a breakdown per span would cost spans x events)."""
+    out = np.zeros((len(starts), len(CATEGORIES)), dtype=np.int64)
+    if len(starts) == 0:
+        return out
+    lo, hi = trace_window(run)
+    lo, hi = min(lo, int(starts.min())), max(hi, int(ends.max()))
+    edges, category = category_timeline(run, (lo, hi), signals)
+    width = np.diff(edges)
+
+    def segment(t: np.ndarray) -> np.ndarray:
+        return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(category) - 1)
+
+    i, j = segment(starts), segment(ends)
+    for c in range(len(CATEGORIES)):
+        mine = category == c
+        total = np.r_[0, np.cumsum(np.where(mine, width, 0))]  # in c before each edge
+        to_end = total[j] + np.where(mine[j], ends - edges[j], 0)
+        to_start = total[i] + np.where(mine[i], starts - edges[i], 0)
+        out[:, c] = to_end - to_start
+    return out

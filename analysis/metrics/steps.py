@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.breakdown import CATEGORIES, breakdown, indicators
+from tftrace.analysis.metrics.breakdown import CATEGORIES, span_breakdowns
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.event_kinds import EventKind
@@ -144,11 +144,8 @@ def _find_all(run: Run) -> Steps:
     source, start, end = best
     order = np.argsort(start)
     start, end = start[order], end[order]
-    signals = indicators(run)
-    shares = [
-        breakdown(run, (int(s), int(e)), signals)["share"].to_numpy()
-        for s, e in zip(start, end, strict=True)
-    ]
+    ns = span_breakdowns(run, start, end)
+    shares = ns / np.maximum(end - start, 1)[:, None]
     table = pd.DataFrame(
         {
             "step": np.arange(1, len(start) + 1),
@@ -158,5 +155,5 @@ def _find_all(run: Run) -> Steps:
             "batches": _batches(run, start, end),
         }
     )
-    table[list(CATEGORIES)] = np.array(shares)
+    table[list(CATEGORIES)] = shares
     return Steps(source, table, len(table))
