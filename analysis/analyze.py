@@ -120,6 +120,7 @@ class Analysis:
             "steps": {
                 "source": self.steps.source,
                 **self.steps.stats(),
+                "summary": summary.to_json() if (summary := self.steps.summary()) else None,
                 "table": records(self.steps.table),
             },
             "python_time": self.python_time.to_json() if self.python_time else None,

@@ -30,6 +30,7 @@ from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
 from tftrace.analysis.metrics.intervals import StepFunction
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import FUNCTION_PREFIXES, PY_FUNCTION_OPS
@@ -73,6 +74,7 @@ def _main_on_cpu(run: Run) -> tuple[np.ndarray, np.ndarray]:
     return t[:-1][on], t[1:][on]
 
 
+@per_run
 def indicators(run: Run) -> Indicators:
     eigen = set(pool_thread_keys(run, Pool.INTRA_OP).tolist())
     regions = run.regions

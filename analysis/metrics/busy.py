@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -25,6 +26,7 @@ WORKER_KINDS = (EventKind.OP,)
 PYTHON_KINDS = (EventKind.OP, EventKind.CALL, EventKind.DATA)
 
 
+@per_run
 def trace_window(run: Run) -> tuple[int, int]:
     """[first event start, last event end] of the trace, ns on the run's axis."""
     if run.events.empty:
@@ -42,23 +44,34 @@ def busy_intervals(
     run: Run, threads: list[int] | np.ndarray
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """(start, end) arrays of busy intervals per thread key (not merged: may nest)."""
-    pool_of = run.threads.set_index("thread")["pool"]
+    every = _busy_by_thread(run)
+    none = np.zeros(0, dtype=np.int64)
+    return {int(t): every.get(int(t), (none, none)) for t in threads}
+
+
+@per_run
+def _busy_by_thread(run: Run) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Every thread's busy intervals, from one pass over the events (sorted by thread)."""
     events = run.events
     thread_col = events["thread"].to_numpy()
-    start, end = events["start_ns"].to_numpy(), events["end_ns"].to_numpy()
-    is_worker_kind = _kind_codes(events, WORKER_KINDS)
-    is_python_kind = _kind_codes(events, PYTHON_KINDS)
-    region_thread = run.regions["thread"].to_numpy()
-    out = {}
-    for thread in threads:
-        python = Pool(pool_of[thread]) in PYTHON_POOLS
-        mine = (thread_col == thread) & (is_python_kind if python else is_worker_kind)
-        in_region = region_thread == thread
-        out[int(thread)] = (
-            np.concatenate([start[mine], run.regions["start_ns"].to_numpy()[in_region]]),
-            np.concatenate([end[mine], run.regions["end_ns"].to_numpy()[in_region]]),
-        )
-    return out
+    python = run.threads.loc[run.threads["pool"].isin([p.value for p in PYTHON_POOLS]), "thread"]
+    mine = np.where(
+        np.isin(thread_col, python.to_numpy()),
+        _kind_codes(events, PYTHON_KINDS),
+        _kind_codes(events, WORKER_KINDS),
+    )
+    regions = run.regions
+    thread = np.concatenate([thread_col[mine], regions["thread"].to_numpy()]).astype(np.int64)
+    start = np.concatenate([events["start_ns"].to_numpy()[mine], regions["start_ns"].to_numpy()])
+    end = np.concatenate([events["end_ns"].to_numpy()[mine], regions["end_ns"].to_numpy()])
+    order = np.argsort(thread, kind="stable")  # per thread: its events, then its regions
+    thread, start, end = thread[order], start[order], end[order]
+    keys, first = np.unique(thread, return_index=True)
+    cuts = np.r_[first, len(thread)]
+    return {
+        int(k): (start[cuts[i] : cuts[i + 1]], end[cuts[i] : cuts[i + 1]])
+        for i, k in enumerate(keys)
+    }
 
 
 def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:

@@ -20,6 +20,7 @@ import pandas as pd
 from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
 from tftrace.analysis.metrics.intervals import concurrency
 from tftrace.analysis.model.event_kinds import EventKind
+from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import EAGER_OP_PREFIX, op_type_of_kernel
@@ -40,6 +41,7 @@ OP_COLUMNS = [
 ]
 
 
+@per_run
 def op_events(run: Run) -> pd.DataFrame:
     """Op events of every non-Eigen thread, with their type and whether they ran eagerly."""
     ev = run.events

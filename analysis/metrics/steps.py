@@ -67,6 +67,71 @@ class Steps:
             "max_ms": float(d.max()),
         }
 
+    def summary(self) -> StepSummary | None:
+        """Percentiles, slowest steps, outliers and trend (``summarize_steps``)."""
+        return summarize_steps(self.table)
+
+
+# A step is an outlier when it takes longer than the median by more than this many robust
+# standard deviations (1.4826 x the median absolute deviation), and at least 10 % longer.
+OUTLIER_SDS = 3.0
+SLOWEST_SHOWN = 5
+TREND_MIN_STEPS = 20  # a tenth of the steps at each end: at least two steps each
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """Many steps in a few figures (what a report shows instead of thousands of rows):
+    duration percentiles, the slowest steps with the category that took most of each, the
+    outliers, and the trend (the last tenth's median over the first tenth's, less 1)."""
+
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    slowest: tuple[tuple[int, float, str], ...]  # (step, ms, its largest category)
+    outliers: tuple[int, ...]  # step numbers
+    outlier_above_ms: float
+    trend: float | None  # None with fewer than TREND_MIN_STEPS steps
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "p50_ms": self.p50_ms,
+            "p90_ms": self.p90_ms,
+            "p99_ms": self.p99_ms,
+            "slowest": [{"step": s, "ms": ms, "largest": c} for s, ms, c in self.slowest],
+            "outliers": list(self.outliers),
+            "outlier_above_ms": self.outlier_above_ms,
+            "trend": self.trend,
+        }
+
+
+def summarize_steps(table: pd.DataFrame) -> StepSummary | None:
+    """The summary of a steps table (``COLUMNS``); None without steps."""
+    if table.empty:
+        return None
+    ms = table["duration_ns"].to_numpy(dtype=np.float64) / 1e6
+    p50, p90, p99 = np.percentile(ms, [50, 90, 99])
+    mad = float(np.median(np.abs(ms - p50)))
+    above = max(p50 + OUTLIER_SDS * 1.4826 * mad, 1.1 * p50)
+    numbers = table["step"].to_numpy()
+    largest = table[list(CATEGORIES)].to_numpy(dtype=np.float64).argmax(axis=1)
+    order = np.argsort(-ms, kind="stable")[:SLOWEST_SHOWN]
+    slowest = tuple((int(numbers[i]), float(ms[i]), CATEGORIES[largest[i]]) for i in order)
+    trend = None
+    if len(ms) >= TREND_MIN_STEPS:
+        tenth = len(ms) // 10
+        first, last = float(np.median(ms[:tenth])), float(np.median(ms[-tenth:]))
+        trend = last / first - 1 if first > 0 else None
+    return StepSummary(
+        float(p50),
+        float(p90),
+        float(p99),
+        slowest,
+        tuple(int(n) for n in numbers[ms > above]),
+        float(above),
+        trend,
+    )
+
 
 def _main_thread(run: Run) -> int | None:
     main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]

@@ -74,6 +74,8 @@ class Run:
     python: pd.DataFrame
     missing: list[str] = field(default_factory=list)  # what a partial run lacks, in words
     notes: list[str] = field(default_factory=list)
+    # Intermediates the analyses share (``model.memo.per_run``); empty in each new Run.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         lacks = f", missing {len(self.missing)}" if self.missing else ""

@@ -32,7 +32,12 @@ from tftrace.analysis.render.python_text import (
     other_thread_lines,
     title,
 )
-from tftrace.analysis.render.window_text import steps_line, warmup_line, window_line
+from tftrace.analysis.render.window_text import (
+    step_summary_lines,
+    steps_line,
+    warmup_line,
+    window_line,
+)
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -304,7 +309,9 @@ def steps_section(analysis: Analysis) -> str:
             return note(f"No step in the analysed window ({stats['found']} in the trace).")
         return note("No steps found (no tf.function or annotation repeated on the main thread).")
     summary = steps_line(steps) or ""
+    lines = "".join(note(line) for line in step_summary_lines(steps.summary()))
     lo = analysis.window[0]
+    slowest = steps.table.sort_values("duration_ns", ascending=False, kind="stable")
     rows = [
         (
             str(int(r["step"])),
@@ -312,12 +319,13 @@ def steps_section(analysis: Analysis) -> str:
             f"{r['duration_ns'] / 1e6:.2f}",
             *(f"{r[c]:.0%}" for c in CATEGORIES),
         )
-        for _, r in steps.table.head(MAX_STEP_ROWS).iterrows()
+        for _, r in slowest.head(MAX_STEP_ROWS).iterrows()
     ]
     shown = len(rows)
-    more = note(f"First {shown} of {stats['steps']} steps.") if shown < stats["steps"] else ""
+    which = f"The {shown} slowest of {stats['steps']} steps" if shown < stats["steps"] else "Steps"
+    more = note(f"{which}, slowest first; every step is in the JSON (tftrace analyze --json).")
     headers = ("step", "start s", "duration ms", *CATEGORIES)
-    return note(summary, "summary") + table(headers, rows) + more
+    return note(summary, "summary") + lines + table(headers, rows) + more
 
 
 def figure(name: str, title: str, caption: str, png: bytes) -> str:

@@ -14,7 +14,12 @@ from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
 from tftrace.analysis.render.core_use_text import cause_rows, headline, not_checked_lines
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
-from tftrace.analysis.render.window_text import steps_line, warmup_line, window_line
+from tftrace.analysis.render.window_text import (
+    step_summary_lines,
+    steps_line,
+    warmup_line,
+    window_line,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -110,6 +115,8 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     steps = steps_line(analysis.steps)
     if steps:
         console.print(steps, markup=False, highlight=False)
+    for line in step_summary_lines(analysis.steps.summary()):
+        console.print(f"  {line}", markup=False, highlight=False)
     for line in analysis.run.missing:
         console.print(f"missing: {line}", markup=False, highlight=False)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.steps import Steps
+    from tftrace.analysis.metrics.steps import Steps, StepSummary
     from tftrace.analysis.metrics.warmup import Warmup
 
 
@@ -47,3 +47,35 @@ def steps_line(steps: Steps) -> str | None:
         f"mean {stats['mean_ms']:.2f} ms, sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
         f"min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f} ms"
     )
+
+
+MAX_OUTLIERS_NAMED = 10
+
+
+def step_summary_lines(summary: StepSummary | None) -> list[str]:
+    """The steps in a few lines: percentiles and trend, the slowest, the outliers."""
+    if summary is None:
+        return []
+    trend = ""
+    if summary.trend is not None:
+        trend = f"; the last tenth of the steps {_change(summary.trend)} than the first tenth"
+    lines = [
+        f"step time: p50 {summary.p50_ms:.2f} ms, p90 {summary.p90_ms:.2f} ms, "
+        f"p99 {summary.p99_ms:.2f} ms{trend}",
+        "slowest: "
+        + ", ".join(f"step {s} {ms:.2f} ms ({largest})" for s, ms, largest in summary.slowest),
+    ]
+    if summary.outliers:
+        named = ", ".join(str(s) for s in summary.outliers[:MAX_OUTLIERS_NAMED])
+        more = " ..." if len(summary.outliers) > MAX_OUTLIERS_NAMED else ""
+        lines.append(
+            f"outliers: {len(summary.outliers)} step(s) above {summary.outlier_above_ms:.2f} ms "
+            f"(steps {named}{more})"
+        )
+    return lines
+
+
+def _change(trend: float) -> str:
+    if abs(trend) < 0.005:
+        return "took as long"
+    return f"took {abs(trend):.0%} {'longer' if trend > 0 else 'less'}"
