@@ -32,6 +32,7 @@ from tftrace.analysis.metrics.window import STEADY, WindowArg, parse_window, res
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
+from tftrace.analysis.progress import ANALYZE_STAGES, stage
 
 
 @dataclass(frozen=True, repr=False)
@@ -152,18 +153,28 @@ def measure(
     """The metrics of ``run`` over ``window`` (see ``analyze``), without findings."""
     run = with_trace_facts(run, cpus)
     spec = parse_window(window, warmup_steps)
+    stage(ANALYZE_STAGES[0])
     steps = find_steps(run)
     span, basis = resolve_window(run, steps, spec)
-    concurrency = pool_concurrencies(run, span)
     in_window = steps.within(span)
+    stage(ANALYZE_STAGES[1])
+    concurrency = pool_concurrencies(run, span)
+    pools = pools_frame(concurrency)
+    stage(ANALYZE_STAGES[2])
+    delays, cpu = queue_delay_stats(run, span), pool_cpu(run, span)
+    stage(ANALYZE_STAGES[3])
+    ops = top_op_types(run, window=span)
+    stage(ANALYZE_STAGES[4])
+    wall = breakdown(run, span)
+    stage(ANALYZE_STAGES[5])
     return Analysis(
         run,
         span,
-        pools_frame(concurrency),
-        queue_delay_stats(run, span),
-        pool_cpu(run, span),
-        top_op_types(run, window=span),
-        breakdown(run, span),
+        pools,
+        delays,
+        cpu,
+        ops,
+        wall,
         in_window,
         concurrency,
         window_basis=basis,
@@ -204,7 +215,9 @@ def analyze(
             print(finding.message, "->", finding.action)
     """
     metrics = measure(run, window, warmup_steps, cpus)
+    stage(ANALYZE_STAGES[6])
     findings = tuple(diagnose(metrics.run, metrics))
+    stage(ANALYZE_STAGES[7])
     return dataclasses.replace(
         metrics, findings=findings, python_time=which_python(run, metrics, findings)
     )

@@ -8,10 +8,10 @@ import numpy as np
 from builders import MS, hand_built_run
 from conftest import SAMPLE_RUN
 from tftrace.analysis.metrics.breakdown import breakdown, indicators, span_breakdowns
-from tftrace.analysis.metrics.steps import find_steps
-from tftrace.analysis.model.run import load
 from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
+from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import load
 
 
 def test_breakdown_by_hand():

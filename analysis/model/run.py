@@ -24,6 +24,7 @@ from tftrace.analysis.model.trace_events import (
     trace_lines,
     wanted_plane,
 )
+from tftrace.analysis.progress import LOAD_STAGES, stage
 from tftrace.analysis.xplane.columns import XPlaneDecodeError
 from tftrace.analysis.xplane.decode import decode
 from tftrace.errors import TraceError
@@ -86,12 +87,14 @@ class Run:
 
 
 def _decode(xplane: Path) -> HostTrace:
+    stage(LOAD_STAGES[0])
     try:
         data = xplane.read_bytes()
     except OSError as e:
         raise TraceError(f"{xplane}: cannot read ({e.strerror})") from None
     if not data:
         raise TraceError(f"{xplane}: empty file")
+    stage(LOAD_STAGES[1])
     try:
         # Only the flow ids are read from event stats: promoted, and no stats table at all.
         space = decode(
@@ -157,6 +160,7 @@ def load(path: Path | str, session: str | None = None) -> Run:
     trace = _decode(located.xplane) if located.xplane is not None else None
     if trace is None:
         missing.append(_missing_trace(manifest))
+    stage(LOAD_STAGES[2])
     origin = _origin(manifest, trace)
     on_disk = manifest.exists
     identity = rundir.read_json_or_none(root / rundir.IDENTITY) if on_disk else None

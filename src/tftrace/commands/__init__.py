@@ -7,6 +7,10 @@ A command module defines ``NAME``, ``HELP``, ``configure(parser)`` (its argument
 from __future__ import annotations
 
 import argparse
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +75,71 @@ def add_analysis_arguments(parser: argparse.ArgumentParser, covers: str) -> None
 
 
 def analyze_run(ns: argparse.Namespace) -> Any:
-    """``tftrace.analyze`` of the run named on the command line, with its options."""
+    """``tftrace.analyze`` of the run named on the command line, with its options, under a
+    progress bar (on a terminal, without --json)."""
     from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.progress import ANALYZE_STAGES, LOAD_STAGES
 
-    return analyze(load_run(ns), **analysis_options(ns))
+    options = analysis_options(ns)
+    with progress_bar(f"analysing {ns.run}", len(LOAD_STAGES) + len(ANALYZE_STAGES), ns):
+        return analyze(_load(ns), **options)
 
 
 def load_run(ns: argparse.Namespace) -> Any:
-    """``load()`` the run named on the command line (bad input raises ``TraceError``)."""
+    """``load()`` the run named on the command line (bad input raises ``TraceError``), under a
+    progress bar (on a terminal, without --json)."""
+    from tftrace.analysis.progress import LOAD_STAGES
+
+    with progress_bar(f"loading {ns.run}", len(LOAD_STAGES), ns):
+        return _load(ns)
+
+
+def _load(ns: argparse.Namespace) -> Any:
     from tftrace.analysis.model.run import load
 
     return load(ns.run, session=ns.session)
+
+
+# A bar appears once the work has taken this long: quick commands do not flicker.
+PROGRESS_DELAY_S = float(os.environ.get("TFTRACE_PROGRESS_DELAY_S", "2"))
+
+
+@contextmanager
+def progress_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]:
+    """A bar on stderr over the stages that ``analysis.progress.stage`` reports inside the
+    block: only where stderr is a terminal and the output is not --json, and only after
+    ``PROGRESS_DELAY_S``; it leaves nothing behind."""
+    from tftrace.analysis.progress import reporting
+    from tftrace.analysis.render.console import console
+
+    err = console(width=None, stderr=True)
+    if getattr(ns, "json", False) or not err.is_terminal:
+        yield
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(f"{what}: " + "{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    task = bar.add_task("", total=stages)
+    started = threading.Timer(PROGRESS_DELAY_S, bar.start)
+    started.daemon = True
+
+    begun = 0
+
+    def advance(name: str) -> None:  # a stage begins: the ones before it are done
+        nonlocal begun
+        bar.update(task, description=name, completed=min(begun, stages))
+        begun += 1
+
+    started.start()
+    try:
+        with reporting(advance):
+            yield
+    finally:
+        started.cancel()
+        bar.stop()

@@ -38,15 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.render.console import console
     from tftrace.analysis.render.terminal import render
     from tftrace.errors import CliError
 
     if ns.verify_repeat < 1:
         raise CliError(f"--verify-repeat must be at least 1, not {ns.verify_repeat}")
-    # A spinner on a terminal while a large trace loads; nothing when output is redirected.
-    with console(width=None, stderr=True).status(f"loading {ns.run} ..."):
-        analysis = analyze_run(ns)
+    analysis = analyze_run(ns)
     if ns.verify:
         analysis = _verified(analysis, ns)
     if ns.json:

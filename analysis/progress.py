@@ -1,0 +1,45 @@
+"""Where a long load or analysis is: stages reported from deep inside, shown by the CLI.
+
+``stage("decoding the trace")`` marks the start of a stage; it costs nothing unless a caller
+listens (``reporting(callback)``, a context variable, so that no function between the CLI and
+the decoder needs a parameter for it). The CLI draws a bar from these on a terminal only
+(``commands.progress_bar``); ``tftrace.load`` and ``tftrace.analyze`` print nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_listener: ContextVar[Callable[[str], None] | None] = ContextVar("tftrace_progress", default=None)
+
+# The stages of a load and of an analysis, in order: a bar's total.
+LOAD_STAGES = ("reading the trace", "decoding the trace", "building the tables")
+ANALYZE_STAGES = (
+    "finding the steps",
+    "pools and concurrency",
+    "queue delay and CPU time",
+    "op types",
+    "wall-time breakdown",
+    "warm-up and core use",
+    "findings",
+    "Python functions",
+)
+
+
+def stage(name: str) -> None:
+    """A stage named ``name`` starts now (for whoever listens)."""
+    listener = _listener.get()
+    if listener is not None:
+        listener(name)
+
+
+@contextmanager
+def reporting(listener: Callable[[str], None]) -> Iterator[None]:
+    """Call ``listener(stage name)`` as each stage starts, inside the block."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
