@@ -6,6 +6,7 @@ importable by the interpreter that runs this script):
     .venv/bin/python benchmarks/record_overhead.py                  # 5 rounds, ~5 min on 2 cores
     .venv/bin/python benchmarks/record_overhead.py --repeats 9 --json overhead.json
     .venv/bin/python benchmarks/record_overhead.py --quick          # smoke run: tiny sizes, 1 round
+    .venv/bin/python benchmarks/record_overhead.py --until-precise 25  # rounds until CIs < margin
 
 The workload (``benchmarks/workloads/overhead_workload.py``) is run under five
 configurations, one run of each per round, rounds repeated in the same order
@@ -28,7 +29,11 @@ Ratios and their targets:
     (c) all / tf-profiler          <= 1.03   what tftrace adds on top of the TF profiler
 
 A ratio is the median over rounds of (configuration time / baseline time in the same
-round), so slow drift of the machine cancels within a round. Two tables are printed:
+round), so slow drift of the machine cancels within a round; beside it, its 95 % confidence
+interval (order statistics of the per-round ratios; from 6 rounds on). ``--until-precise MAX``
+keeps adding rounds until every interval is narrower than its target's margin (0.02 for a
+1.02 target), or MAX rounds in all: a ratio is only worth comparing with its target once
+its interval is that narrow. Two tables are printed:
 
 1. Workload steady state: the seconds the workload measures itself, after its
    warm-up, and prints as ``WORKLOAD_SECONDS=<float>`` (``tftrace record`` streams the
@@ -49,6 +54,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import platform
 import re
@@ -136,6 +142,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--quick", action="store_true", help="tiny workload and one round: a smoke run"
+    )
+    parser.add_argument(
+        "--until-precise",
+        type=int,
+        default=None,
+        metavar="MAX",
+        help="after --repeats rounds, add rounds (up to MAX in all) until each ratio's 95 %% "
+        "confidence interval is narrower than its target's margin (target - 1)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
@@ -246,19 +260,24 @@ def run_once(
 
 
 def measure(
-    repeats: int, workload_args: tuple[str, ...], scratch: Path
+    repeats: int, workload_args: tuple[str, ...], scratch: Path, until_precise: int | None = None
 ) -> dict[str, list[Measurement]]:
+    """``repeats`` rounds; with ``until_precise``, more (up to that many in all) until every
+    ratio is ``precise``."""
     results: dict[str, list[Measurement]] = {c.name: [] for c in CONFIGS}
     print("warm-up: one untimed plain run (loads TensorFlow into the page cache)", file=sys.stderr)
     run_once(CONFIGS[0], workload_args, scratch, 0)
     index = 0
-    for round_no in range(1, repeats + 1):
+    last = max(repeats, until_precise or 0)
+    for round_no in range(1, last + 1):
+        if round_no > repeats and all(precise(results, c) for c in COMPARISONS):
+            break
         for config in CONFIGS:
             index += 1
             m = run_once(config, workload_args, scratch, index)
             results[config.name].append(m)
             print(
-                f"round {round_no}/{repeats}  {config.name:<14} workload {m.workload_s:8.3f} s"
+                f"round {round_no}/{last}  {config.name:<14} workload {m.workload_s:8.3f} s"
                 f"  process {m.process_s:8.3f} s",
                 file=sys.stderr,
             )
@@ -267,6 +286,26 @@ def measure(
 
 def paired_ratio(values: list[float], baselines: list[float]) -> float:
     return statistics.median(v / b for v, b in zip(values, baselines, strict=True))
+
+
+def ratio_ci(values: list[float], baselines: list[float]) -> tuple[float, float]:
+    """The 95 % confidence interval of the median paired ratio (distribution-free, from order
+    statistics: scipy's quantile test); NaNs with too few rounds (fewer than 6)."""
+    from scipy.stats import quantile_test
+
+    ratios = [v / b for v, b in zip(values, baselines, strict=True)]
+    if len(ratios) < 2:
+        return math.nan, math.nan
+    ci = quantile_test(ratios, p=0.5).confidence_interval(confidence_level=0.95)
+    return float(ci.low), float(ci.high)
+
+
+def precise(results: dict[str, list[Measurement]], comp: Comparison) -> bool:
+    """The ratio's confidence interval is narrower than the target's margin (target - 1)."""
+    lo, hi = ratio_ci(
+        metric(results[comp.config], "workload_s"), metric(results[comp.baseline], "workload_s")
+    )
+    return not math.isnan(lo) and hi - lo <= comp.target - 1
 
 
 def metric(ms: list[Measurement], name: str) -> list[float]:
@@ -294,14 +333,20 @@ def verdict(ratio: float, comp: Comparison, problems: list[str]) -> str:
 def render_table(
     results: dict[str, list[Measurement]], field_name: str, title: str, with_targets: bool
 ) -> list[str]:
-    lines = [title, f"  {'configuration':<15}{'median s':>10}  {'vs':<13}{'ratio':>7}  target"]
+    lines = [
+        title,
+        f"  {'configuration':<15}{'median s':>10}  {'vs':<13}{'ratio':>7}  {'95 % CI':<13}  target",
+    ]
     for config in CONFIGS:
         values = metric(results[config.name], field_name)
         row = f"  {config.name:<15}{statistics.median(values):>10.3f}"
         comp = comparison_for(config.name)
         if comp is not None:
-            ratio = paired_ratio(values, metric(results[comp.baseline], field_name))
-            row += f"  {comp.baseline:<13}{ratio:>7.3f}"
+            base = metric(results[comp.baseline], field_name)
+            ratio = paired_ratio(values, base)
+            lo, hi = ratio_ci(values, base)
+            ci = f"{lo:.3f}-{hi:.3f}" if not math.isnan(lo) else "-"
+            row += f"  {comp.baseline:<13}{ratio:>7.3f}  {ci:<13}"
             if with_targets:
                 row += f"  <= {comp.target:.2f}  {comp.label} "
                 row += verdict(ratio, comp, problems_of(results, comp))
@@ -364,6 +409,7 @@ def to_json(
     for comp in COMPARISONS:
         a, b = results[comp.config], results[comp.baseline]
         ratio = paired_ratio(metric(a, "workload_s"), metric(b, "workload_s"))
+        lo, hi = ratio_ci(metric(a, "workload_s"), metric(b, "workload_s"))
         problems = problems_of(results, comp)
         comparisons.append(
             {
@@ -372,13 +418,14 @@ def to_json(
                 "baseline": comp.baseline,
                 "target": comp.target,
                 "workload_ratio": ratio,
+                "workload_ratio_ci95": None if math.isnan(lo) else [lo, hi],
                 "process_ratio": paired_ratio(metric(a, "process_s"), metric(b, "process_s")),
                 "passed": ratio <= comp.target and not problems,
                 "problems": problems,
             }
         )
     return {
-        "repeats": args.repeats,
+        "repeats": len(results["plain"]),
         "quick": args.quick,
         "workload": {"path": str(WORKLOAD), "args": list(workload_args)},
         "host": {
@@ -399,11 +446,11 @@ def main(argv: list[str] | None = None) -> int:
     workload_args = QUICK_WORKLOAD_ARGS if args.quick else FULL_WORKLOAD_ARGS
     with tempfile.TemporaryDirectory(prefix="tftrace-overhead-") as tmp:
         try:
-            results = measure(args.repeats, workload_args, Path(tmp))
+            results = measure(args.repeats, workload_args, Path(tmp), args.until_precise)
         except (RunFailed, subprocess.TimeoutExpired) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-    print(render(results, args.repeats, args.quick))
+    print(render(results, len(results["plain"]), args.quick))
     if args.json is not None:
         args.json.write_text(json.dumps(to_json(results, args, workload_args), indent=2) + "\n")
         print(f"results written to {args.json}")
