@@ -24,7 +24,13 @@ import pytest
 from conftest import SAMPLE_RUN, SAMPLE_RUNS, SAMPLE_TRACES, quiet_env
 from perfetto_ui import PerfettoUI, chromium, web_dist
 from tftrace.analysis.export.python_stacks import STACK_TID_BASE, STACK_TRACK_SUFFIX
-from tftrace.analysis.export.tables import SCHEMA_FILE, read_tables, write_tables
+from tftrace.analysis.export.tables import (
+    EXPORTED,
+    SCHEMA_FILE,
+    read_tables,
+    table_frames,
+    write_tables,
+)
 from tftrace.analysis.export.trace import (
     COUNTER_NAME,
     COUNTER_SERIES,
@@ -40,7 +46,6 @@ from tftrace.analysis.metrics.intervals import StepFunction
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
-from tftrace.analysis.model.schema import TABLES
 from tftrace.cli import main
 from trace_event_format import Checked, TraceFormatError, validate
 
@@ -255,7 +260,7 @@ def test_cli_default_paths(sample_run_copy: Path, capsys: pytest.CaptureFixture[
     validate(read_trace(out / "chrome.json"))
     for fmt in ("csv", "parquet"):
         names = {p.name for p in (out / fmt).iterdir()}
-        assert names == {f"{t}.{fmt}" for t in TABLES} | {SCHEMA_FILE}
+        assert names == {f"{t}.{fmt}" for t in EXPORTED} | {SCHEMA_FILE}
     assert capsys.readouterr().out.count("wrote ") == 4
 
 
@@ -315,6 +320,7 @@ ARROW = {
     "int32": pa.int32(),
     "int64": pa.int64(),
     "Int64": pa.int64(),
+    "float64": pa.float64(),
     "category": pa.string(),
     "object": pa.string(),
 }
@@ -332,9 +338,11 @@ def test_tables_round_trip_csv(table_run: Run, tmp_path: Path):
     write_tables(run, tmp_path, "csv")
     contract = json.loads((tmp_path / SCHEMA_FILE).read_text())
     assert contract["format"] == "csv" and contract["time_unit"] == "ns"
-    for name, table in TABLES.items():
+    frames = table_frames(run)
+    assert list(frames) == list(EXPORTED) and len(frames["steps"]) >= 3
+    for name, table in EXPORTED.items():
         declared = contract["tables"][name]
-        assert declared["columns"] == table.columns and declared["rows"] == len(getattr(run, name))
+        assert declared["columns"] == table.columns and declared["rows"] == len(frames[name])
         path = tmp_path / declared["file"]
         # pyarrow alone, told the column types schema.json declares: every value comes back,
         # empty strings apart from missing ones.
@@ -347,25 +355,26 @@ def test_tables_round_trip_csv(table_run: Run, tmp_path: Path):
             types_mapper={pa.int64(): pd.Int64Dtype()}.get
         )
         back = back.astype({c: d for c, d in declared["columns"].items() if "nt" in d})
-        pd.testing.assert_frame_equal(plain(back), plain(getattr(run, name)), obj=name)
+        pd.testing.assert_frame_equal(plain(back), plain(frames[name]), obj=name)
         # Any CSV reader: plain pandas with no options parses the same rows and columns.
         naive = pd.read_csv(path)
         assert list(naive.columns) == list(table.columns) and len(naive) == declared["rows"]
     for name, frame in read_tables(tmp_path).items():
-        expected = getattr(run, name).reset_index(drop=True)
+        expected = frames[name].reset_index(drop=True)
         pd.testing.assert_frame_equal(frame, expected, check_categorical=False, obj=name)
 
 
 def test_tables_round_trip_parquet(table_run: Run, tmp_path: Path):
     run = table_run
     write_tables(run, tmp_path, "parquet")
-    for name in TABLES:
+    frames = table_frames(run)
+    for name in EXPORTED:
         # pyarrow alone: integers (nullable ones too) keep their types, categoricals come back
         # as categoricals, and text as pandas' string type.
         back = pq.read_table(tmp_path / f"{name}.parquet").to_pandas()
-        pd.testing.assert_frame_equal(plain(back), plain(getattr(run, name)), obj=name)
+        pd.testing.assert_frame_equal(plain(back), plain(frames[name]), obj=name)
     for name, frame in read_tables(tmp_path).items():
-        pd.testing.assert_frame_equal(frame, getattr(run, name).reset_index(drop=True), obj=name)
+        pd.testing.assert_frame_equal(frame, frames[name].reset_index(drop=True), obj=name)
 
 
 # (4) a real consumer: the Perfetto UI, offline ----------------------------------------------
@@ -445,8 +454,9 @@ def test_fresh_recording_exports(record):
     assert sum(s.cat == "op" for s in checked.slices) == (run.events["kind"] == "op").sum()
     for pid, pool in pool_of_pid(checked).items():
         assert counter_peaks(checked)[pid] == pool_concurrency(run, pool).peak
+    frames = table_frames(run)
     for fmt in ("csv", "parquet"):
         for name, frame in read_tables(out / fmt).items():
-            expected = getattr(run, name).reset_index(drop=True)
+            expected = frames[name].reset_index(drop=True)
             pd.testing.assert_frame_equal(frame, expected, check_categorical=False, obj=name)
     assert len(run.python) and len(run.samples)  # py-spy and the sampler made it to the tables

@@ -89,3 +89,9 @@ def test_terminal_and_html_summarise_instead_of_listing():
     json_steps = analysis.to_json()["steps"]
     assert json_steps["summary"]["outliers"] == [7, 33]
     assert len(json_steps["table"]) == 40  # every step, in the JSON
+
+
+def test_the_exported_steps_table_is_the_one_analyze_builds():
+    from tftrace.analysis.model.schema import STEPS
+
+    assert tuple(STEPS.columns) == COLUMNS

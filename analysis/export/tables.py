@@ -2,7 +2,9 @@
 
 Why: the tables of ``analysis/model/run.py`` are the whole of what tftrace knows about a run,
 and a notebook, a database or a spreadsheet should not need tftrace (nor TensorFlow) to
-read them. Beside the tables goes ``schema.json``, the column contract of
+read them. The per-step table (``steps``: every step of the trace with its breakdown) goes with
+them: it is computed, but a long training has too many steps for a report to list.
+Beside the tables goes ``schema.json``, the column contract of
 ``analysis/schema.py`` (name, dtype and meaning of every column, row counts), so a reader
 can restore the exact dtypes: CSV has none, and Parquet keeps them but not the meaning.
 
@@ -26,17 +28,22 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from tftrace import __version__
+from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.schema import TABLES
+from tftrace.analysis.model.schema import DERIVED_TABLES, STEPS, TABLES
 
 FORMATS = ("csv", "parquet")
+EXPORTED = {**TABLES, **DERIVED_TABLES}
 SCHEMA_FILE = "schema.json"
 TIME_UNIT = "ns"
 
 
 def table_frames(run: Run) -> dict[str, pd.DataFrame]:
-    """Every table of the run by its schema name, in the schema's order."""
-    return {name: getattr(run, name) for name in TABLES}
+    """Every table of the run by its schema name, in the schema's order, then the computed
+    ones (``DERIVED_TABLES``: the steps of the whole trace)."""
+    frames = {name: getattr(run, name) for name in TABLES}
+    frames[STEPS.name] = find_steps(run).table.astype(STEPS.columns)
+    return frames
 
 
 def column_contract(run: Run, fmt: str) -> dict[str, Any]:
@@ -56,7 +63,7 @@ def column_contract(run: Run, fmt: str) -> dict[str, Any]:
                 "doc": table.doc,
                 "columns": dict(table.columns),
             }
-            for name, table in TABLES.items()
+            for name, table in EXPORTED.items()
         },
     }
     if fmt == "csv":

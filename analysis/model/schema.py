@@ -111,6 +111,28 @@ PYTHON = Table(
 
 TABLES = {t.name: t for t in (THREADS, EVENTS, REGIONS, SAMPLES, PYTHON)}
 
+# Computed from the tables above, not recorded, and exported beside them: the per-step table
+# is what a long training's report summarises (the breakdown's categories, as shares).
+STEPS = Table(
+    "steps",
+    {
+        "step": INT64,  # from 1, over the whole trace
+        "start_ns": INT64,
+        "end_ns": INT64,
+        "duration_ns": INT64,
+        "batches": INT64,  # input elements the step fetched itself (0: none or unknown)
+        "intra-op parallel": FLOAT,
+        "op, intra idle": FLOAT,
+        "waiting for a thread": FLOAT,
+        "dispatch & executor": FLOAT,
+        "python / host": FLOAT,
+        "idle": FLOAT,
+    },
+    "one row per step (tf.function call or repeated annotation on the main thread), with the "
+    "share of its wall time in each breakdown category; computed, not recorded",
+)
+DERIVED_TABLES = {STEPS.name: STEPS}
+
 
 class SchemaError(ValueError):
     """A table does not match its declared columns (a bug, or a foreign input)."""
