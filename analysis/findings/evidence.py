@@ -9,6 +9,7 @@ import pandas as pd
 
 from tftrace.analysis.findings.finding import Severity
 from tftrace.analysis.metrics.intervals import clip
+from tftrace.analysis.model.categories import equals
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import EXECUTOR_CONTEXT_TYPE, EXECUTOR_PROCESS
@@ -53,7 +54,7 @@ def function_runs_in_flight(run: Run, pool: Pool, window: tuple[int, int]) -> fl
     ev = run.events
     ex = ev[
         ev["thread"].isin(threads)
-        & (ev["name"].astype(str) == EXECUTOR_PROCESS)
+        & equals(ev["name"], EXECUTOR_PROCESS)
         & (ev["ct"] == EXECUTOR_CONTEXT_TYPE).fillna(False).to_numpy(dtype=bool)
     ].dropna(subset=["c"])
     if ex.empty:

@@ -20,6 +20,7 @@ import pandas as pd
 from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
 from tftrace.analysis.metrics.intervals import StepFunction, concurrency, union
 from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -36,8 +37,8 @@ def working_ops(run: Run) -> pd.DataFrame:
     True for a ``tf.py_function`` op and for every op it ran (nested in it on its thread: the
     eager ops its Python body called through TF's Python API)."""
     ops = op_events(run)
-    ops = ops[~ops["op_type"].astype(str).str.startswith(WAITS)].reset_index(drop=True)
-    is_py = ops["op_type"].astype(str).isin(PY_FUNCTION_OPS).to_numpy()
+    ops = ops[~starts_with(ops["op_type"], WAITS)].reset_index(drop=True)
+    is_py = is_in(ops["op_type"], PY_FUNCTION_OPS)
     python = is_py.copy()
     thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
     for t in np.unique(thread[is_py]):

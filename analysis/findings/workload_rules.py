@@ -14,6 +14,7 @@ from tftrace.analysis.findings.evidence import (
 )
 from tftrace.analysis.findings.finding import Finding
 from tftrace.analysis.metrics.intervals import clip, union
+from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS
@@ -72,9 +73,8 @@ def input_pipeline(run: Run, analysis: Analysis) -> list[Finding]:
     """
     ev = run.events
     main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
-    names = ev["name"].astype(str)
     lo, hi = analysis.window
-    get_next = ev[ev["thread"].isin(main) & names.str.startswith(ITERATOR_GET_NEXT)]
+    get_next = ev[ev["thread"].isin(main) & starts_with(ev["name"], ITERATOR_GET_NEXT)]
     s, e = union(*clip(get_next["start_ns"].to_numpy(), get_next["end_ns"].to_numpy(), lo, hi))
     waiting = float((e - s).sum()) / max(hi - lo, 1)  # the waits inside the window
     if waiting < STARVING_SHARE:

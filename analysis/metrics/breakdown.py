@@ -29,6 +29,7 @@ import pandas as pd
 from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
 from tftrace.analysis.metrics.intervals import StepFunction
 from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
@@ -80,15 +81,14 @@ def indicators(run: Run) -> Indicators:
     regions = run.regions
     in_eigen = regions["thread"].isin(eigen).to_numpy()
     ops = op_events(run)
-    op_type = ops["op_type"].astype(str)
-    ops = ops[~op_type.str.startswith(FUNCTION_PREFIXES)]
-    is_python = op_type[ops.index].isin(PY_FUNCTION_OPS).to_numpy()
+    ops = ops[~starts_with(ops["op_type"], FUNCTION_PREFIXES)]
+    is_python = is_in(ops["op_type"], PY_FUNCTION_OPS)
     queued = regions.dropna(subset=["scheduled_ns"])
     ev = run.events
     python = run.threads.loc[
         run.threads["pool"].isin([Pool.PYTHON_MAIN.value, Pool.PYTHON_OTHER.value]), "thread"
     ]
-    kind = ev["kind"].astype(str)
+    kind = ev["kind"]
     calls = ((kind == EventKind.CALL.value) & ev["thread"].isin(python)) | (
         kind == EventKind.EXECUTOR.value
     )

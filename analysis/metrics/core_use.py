@@ -25,6 +25,7 @@ from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import FROM_TRACE
@@ -256,8 +257,7 @@ def _causes_of_instants(
     cat_edges, category = category_timeline(run, (lo, hi))
     ev = run.events
     data = pool_thread_keys(run, Pool.TF_DATA)
-    names = ev["name"].astype(str)
-    get_next = ev[names.str.startswith(ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
+    get_next = ev[starts_with(ev["name"], ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
     waits = _per_thread(get_next, lo, hi)
     running = _per_thread(ops, lo, hi)
     edges = np.unique(np.r_[cat_edges, waits.times, running.times])
@@ -285,9 +285,9 @@ def _countable_ops(run: Run) -> pd.DataFrame:
     """Ops as the per-op table has them, without tf.function calls, input waits and Python
     ops (each has its own cause)."""
     ops = op_events(run)
-    kind = ops["op_type"].astype(str)
-    skip = kind.str.startswith(FUNCTION_PREFIXES) | kind.str.startswith(ITERATOR_GET_NEXT)
-    return ops[~skip & ~kind.isin(PY_FUNCTION_OPS)]
+    kind = ops["op_type"]
+    skip = starts_with(kind, (*FUNCTION_PREFIXES, ITERATOR_GET_NEXT)) | is_in(kind, PY_FUNCTION_OPS)
+    return ops[~skip]
 
 
 def core_use(

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
 from tftrace.analysis.metrics.intervals import concurrency
+from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
@@ -43,30 +44,55 @@ OP_COLUMNS = [
 
 @per_run
 def op_events(run: Run) -> pd.DataFrame:
-    """Op events of every non-Eigen thread, with their type and whether they ran eagerly."""
+    """Op events of every non-Eigen thread, with their type and whether they ran eagerly.
+
+    ``pool``, ``name`` and ``op_type`` are categoricals. Each test on names runs once per
+    distinct name (``model.categories``), not once per event."""
     ev = run.events
-    pool_of = run.threads.set_index("thread")["pool"].astype(str)
-    names = ev["name"].astype(str)
-    graph = ev["kind"] == EventKind.OP.value
-    eager = names.str.startswith(EAGER_OP_PREFIX)
-    ops = ev[(graph | eager)].copy()
-    ops["pool"] = ops["thread"].map(pool_of)
-    ops = ops[ops["pool"] != Pool.INTRA_OP.value]
-    is_eager = names[ops.index].str.startswith(EAGER_OP_PREFIX)
-    # An eager op's type is in its event's name; normalised as graph ops are (oneDNN's names).
-    eager_type = names[ops.index].str[len(EAGER_OP_PREFIX) :].map(op_type_of_kernel)
-    op_type = ops["op_type"].astype(object).where(~is_eager, eager_type)
+    eager_all = starts_with(ev["name"], EAGER_OP_PREFIX)
+    rows = np.flatnonzero((ev["kind"] == EventKind.OP.value).to_numpy() | eager_all)
+    thread = ev["thread"].to_numpy()[rows]
+    pool = _pool_of_threads(run, thread)
+    keep = np.asarray(pool != Pool.INTRA_OP.value)
+    rows, thread, pool = rows[keep], thread[keep], pool[keep]
+    names = ev["name"].iloc[rows]
+    is_eager = eager_all[rows]
     return pd.DataFrame(
         {
-            "thread": ops["thread"].to_numpy(),
-            "pool": ops["pool"].to_numpy(),
-            "name": names[ops.index].to_numpy(),
-            "op_type": op_type.to_numpy(),
-            "eager": is_eager.to_numpy(),
-            "start_ns": ops["start_ns"].to_numpy(),
-            "end_ns": ops["end_ns"].to_numpy(),
+            "thread": thread,
+            "pool": pool,
+            "name": names.array,
+            "op_type": _op_types(ev["op_type"].iloc[rows], names, is_eager),
+            "eager": is_eager,
+            "start_ns": ev["start_ns"].to_numpy()[rows],
+            "end_ns": ev["end_ns"].to_numpy()[rows],
         }
     )
+
+
+def _pool_of_threads(run: Run, thread: np.ndarray) -> pd.Categorical:
+    """Each thread key's pool, as a categorical, through a table indexed by key."""
+    keys = run.threads["thread"].to_numpy(dtype=np.int64)
+    pools = pd.Categorical(run.threads["pool"].astype(str))
+    table = np.full(int(max(keys.max(initial=0), thread.max(initial=0))) + 2, -1, dtype=np.int64)
+    table[keys] = pools.codes
+    return pd.Categorical.from_codes(table[thread], categories=pools.categories)
+
+
+def _op_types(graph: pd.Series, names: pd.Series, is_eager: np.ndarray) -> pd.Categorical:
+    """The op type of each row: a graph op's from the trace, an eager op's from its event name
+    (``EagerLocalExecute: T``), normalised as graph ops are (oneDNN's names); per category."""
+    eager_types = [
+        op_type_of_kernel(n[len(EAGER_OP_PREFIX) :]) if n.startswith(EAGER_OP_PREFIX) else ""
+        for n in names.cat.categories.astype(str)
+    ]
+    categories = pd.Index(list(dict.fromkeys([*graph.cat.categories.astype(str), *eager_types])))
+    from_graph = np.r_[categories.get_indexer(graph.cat.categories.astype(str)), -1]
+    from_name = np.r_[categories.get_indexer(eager_types), -1]
+    codes = np.where(
+        is_eager, from_name[names.cat.codes.to_numpy()], from_graph[graph.cat.codes.to_numpy()]
+    )
+    return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def _self_ns(ops: pd.DataFrame) -> np.ndarray:

@@ -30,6 +30,7 @@ from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.intervals import first_match_ns
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.steps import Steps
+from tftrace.analysis.model.categories import equals, is_in, starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -91,17 +92,16 @@ def measure_warmup(run: Run, steps: Steps, warmup_steps: int = 1) -> Warmup | No
     lo, hi = int(table["start_ns"].iloc[0]), int(table["end_ns"].iloc[count - 1])
     main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
     ev = run.events[run.events["thread"].isin(main)]
-    names = ev["name"].astype(str)
     ops = op_events(run)
     ops = ops[ops["thread"].isin(main) & ops["eager"]]
-    op_type = ops["op_type"].astype(str)
+    op_type = ops["op_type"]
     sets = [
         _spans(
-            ops[op_type.isin(VARIABLE_INIT_OPS) | op_type.str.startswith(VARIABLE_INIT_FUNCTION)]
+            ops[is_in(op_type, VARIABLE_INIT_OPS) | starts_with(op_type, VARIABLE_INIT_FUNCTION)]
         ),
-        _spans(ev[names == GRAPH_BUILDING_EVENT]),
-        _spans(ev[names == FUNCTION_RUN_EVENT]),
-        _spans(ops[op_type.str.startswith(INFERENCE_FUNCTION_PREFIX)]),
+        _spans(ev[equals(ev["name"], GRAPH_BUILDING_EVENT)]),
+        _spans(ev[equals(ev["name"], FUNCTION_RUN_EVENT)]),
+        _spans(ops[starts_with(op_type, INFERENCE_FUNCTION_PREFIX)]),
     ]
     ns = first_match_ns(sets, lo, hi)
     frame = pd.DataFrame({"category": WARMUP_CATEGORIES, "ns": ns, "share": ns / max(hi - lo, 1)})
