@@ -58,7 +58,7 @@ from tftrace.analysis.export.trace_format import (
     pool_pid,
     slice_events,
 )
-from tftrace.analysis.metrics.busy import PYTHON_POOLS, trace_window
+from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
 from tftrace.analysis.metrics.intervals import StepFunction
 from tftrace.analysis.model.event_kinds import EventKind
@@ -110,9 +110,8 @@ def _is_kind(events: pd.DataFrame, kinds: Iterable[EventKind]) -> np.ndarray:
 
 
 def _python_mask(run: Run, events: pd.DataFrame) -> np.ndarray:
-    pools = run.threads.set_index("thread")["pool"].astype(str)
-    python = {p.value for p in PYTHON_POOLS}
-    return np.asarray(events["thread"].map(pools).isin(python))
+    pools = pool_of_threads(run, events["thread"].to_numpy())
+    return np.asarray(pd.Series(pools).isin([p.value for p in PYTHON_POOLS]))
 
 
 def _optional(value: Any) -> int | None:

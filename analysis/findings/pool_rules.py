@@ -15,6 +15,7 @@ from tftrace.analysis.findings.evidence import (
 )
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.findings.free_cores import ns_with_cores_free, threads_at_work, working_ops
+from tftrace.analysis.metrics.busy import pool_of_threads
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -45,8 +46,8 @@ def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
     inter = pool_row(analysis, Pool.INTER_OP)
     share = category_share(analysis, "waiting for a thread")
     regions = run.regions.dropna(subset=["queue_ns"])
-    pools = run.threads.set_index("thread")["pool"].astype(str)
-    mine = regions[regions["thread"].map(pools) == Pool.INTER_OP.value]
+    pools = pool_of_threads(run, regions["thread"].to_numpy())
+    mine = regions[np.asarray(pools == Pool.INTER_OP.value)]
     lo, hi = analysis.window
     # the time any closure waited, inside the window: a union, so closures queued side by side
     # count once and the share stays of the window

@@ -76,3 +76,14 @@ def _busy_by_thread(run: Run) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:
     return run.threads.loc[run.threads["pool"] == pool.value, "thread"].to_numpy()
+
+
+def pool_of_threads(run: Run, thread: np.ndarray) -> pd.Categorical:
+    """The pool of each thread key (a categorical; missing for a key the run does not have),
+    through a table indexed by key: no per-row lookup."""
+    keys = run.threads["thread"].to_numpy(dtype=np.int64)
+    pools = pd.Categorical(run.threads["pool"].astype(str))
+    top = max(int(keys.max(initial=0)), int(np.max(thread, initial=0)))
+    table = np.full(top + 2, -1, dtype=np.int64)
+    table[keys] = pools.codes
+    return pd.Categorical.from_codes(table[np.asarray(thread)], categories=pools.categories)

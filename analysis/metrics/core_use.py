@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
-from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
+from tftrace.analysis.metrics.busy import busy_intervals, pool_of_threads, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.metrics.ops import op_events
@@ -236,11 +236,11 @@ def _waiting_in_full_pool(
     """A closure of the inter- or intra-op pool is scheduled, not started, while every thread
     of its pool is busy: the pool is the limit."""
     regions = run.regions.dropna(subset=["scheduled_ns"])
-    pool_of = run.threads.set_index("thread")["pool"].astype(str)
+    pools = pool_of_threads(run, regions["thread"].to_numpy())
     out = np.zeros(len(at), dtype=bool)
     for pool in (Pool.INTER_OP, Pool.INTRA_OP):
         c = concurrency_of.get(pool)
-        mine = regions[regions["thread"].map(pool_of) == pool.value]
+        mine = regions[np.asarray(pools == pool.value)]
         if c is None or mine.empty or not c.size:
             continue
         queued = concurrency(

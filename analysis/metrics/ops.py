@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys
+from tftrace.analysis.metrics.busy import busy_intervals, pool_of_threads, pool_thread_keys
 from tftrace.analysis.metrics.intervals import concurrency
 from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
@@ -52,7 +52,7 @@ def op_events(run: Run) -> pd.DataFrame:
     eager_all = starts_with(ev["name"], EAGER_OP_PREFIX)
     rows = np.flatnonzero((ev["kind"] == EventKind.OP.value).to_numpy() | eager_all)
     thread = ev["thread"].to_numpy()[rows]
-    pool = _pool_of_threads(run, thread)
+    pool = pool_of_threads(run, thread)
     keep = np.asarray(pool != Pool.INTRA_OP.value)
     rows, thread, pool = rows[keep], thread[keep], pool[keep]
     names = ev["name"].iloc[rows]
@@ -68,15 +68,6 @@ def op_events(run: Run) -> pd.DataFrame:
             "end_ns": ev["end_ns"].to_numpy()[rows],
         }
     )
-
-
-def _pool_of_threads(run: Run, thread: np.ndarray) -> pd.Categorical:
-    """Each thread key's pool, as a categorical, through a table indexed by key."""
-    keys = run.threads["thread"].to_numpy(dtype=np.int64)
-    pools = pd.Categorical(run.threads["pool"].astype(str))
-    table = np.full(int(max(keys.max(initial=0), thread.max(initial=0))) + 2, -1, dtype=np.int64)
-    table[keys] = pools.codes
-    return pd.Categorical.from_codes(table[thread], categories=pools.categories)
 
 
 def _op_types(graph: pd.Series, names: pd.Series, is_eager: np.ndarray) -> pd.Categorical:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.metrics.busy import pool_of_threads
 from tftrace.analysis.model.run import Run
 
 PERCENTILES = (50, 90, 99)
@@ -24,10 +25,9 @@ def queue_delays(run: Run, window: tuple[int, int] | None = None) -> pd.DataFram
     if window is not None:
         started = regions["start_ns"]
         regions = regions[(started >= window[0]) & (started < window[1])]
-    pool_of = run.threads.set_index("thread")["pool"].astype(str)
     return pd.DataFrame(
         {
-            "pool": regions["thread"].map(pool_of).to_numpy(),
+            "pool": pool_of_threads(run, regions["thread"].to_numpy()),
             "thread": regions["thread"].to_numpy(),
             "scheduled_by": regions["scheduled_by"].to_numpy(dtype=np.int64),
             "scheduled_ns": regions["scheduled_ns"].to_numpy(dtype=np.int64),
