@@ -11,6 +11,7 @@ import pandas as pd
 
 from tftrace.analysis.model import os_samples, pyspy_samples
 from tftrace.analysis.model.locate import locate
+from tftrace.analysis.model.memory import check_fits
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.regions import pair_regions
 from tftrace.analysis.model.schema import EVENTS, PYTHON, REGIONS, SAMPLES, empty, validate
@@ -89,6 +90,7 @@ class Run:
 def _decode(xplane: Path) -> HostTrace:
     stage(LOAD_STAGES[0])
     try:
+        check_fits(xplane, xplane.stat().st_size)
         data = xplane.read_bytes()
     except OSError as e:
         raise TraceError(f"{xplane}: cannot read ({e.strerror})") from None

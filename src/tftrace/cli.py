@@ -71,3 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
+    except MemoryError:  # what the memory check before a load did not foresee
+        print(
+            "tftrace: error: out of memory: analyse a shorter recording, or on a machine with "
+            "more memory",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR

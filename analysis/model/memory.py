@@ -1,0 +1,109 @@
+"""Will a trace fit in memory? Checked before it is read, so that a trace too large fails with
+one line saying so, never with the kernel's out-of-memory kill halfway through.
+
+The need is the file's size times what an analysis was measured to take per byte of trace
+(``benchmarks/analysis_speed.py``: its peak memory over the file's size, on the large trace;
+xplane files differ little in bytes per event). What is available is the least of: the
+kernel's MemAvailable, the headroom under this process's cgroup memory limit, the headroom
+under its address-space limit (``ulimit -v``), and ``TFTRACE_MEMORY_LIMIT`` (bytes, or with
+K, M or G: a cap for a shared machine).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+from pathlib import Path
+
+from tftrace.errors import TraceError
+
+# Peak memory of a whole analysis (load, metrics, findings, report) per byte of xplane file,
+# measured on the benchmark's trace, with a margin for traces with more threads and steps.
+BYTES_PER_TRACE_BYTE = 12.0
+ENV_LIMIT = "TFTRACE_MEMORY_LIMIT"
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+class TraceTooLarge(TraceError):
+    """The trace needs more memory than is available."""
+
+
+def needed(trace_bytes: int) -> int:
+    return int(trace_bytes * BYTES_PER_TRACE_BYTE)
+
+
+def parse_size(text: str) -> int:
+    """``"2G"`` -> 2 GiB; a bare number is bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text.upper())
+    if not match:
+        raise TraceError(f"{ENV_LIMIT}={text!r}: not a size (bytes, or a number with K, M or G)")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def available() -> tuple[int | None, str]:
+    """The bytes this process may still take, and what limits it; None when nothing says."""
+    limits: list[tuple[int, str]] = []
+    if os.environ.get(ENV_LIMIT):
+        limits.append((parse_size(os.environ[ENV_LIMIT]), ENV_LIMIT))
+    meminfo = _meminfo_available()
+    if meminfo is not None:
+        limits.append((meminfo, "available memory"))
+    cgroup = _cgroup_headroom()
+    if cgroup is not None:
+        limits.append((cgroup, "the cgroup's memory limit"))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append((max(soft - _vm_size(), 0), "the address-space limit (ulimit -v)"))
+    if not limits:
+        return None, "unknown"
+    return min(limits)
+
+
+def check_fits(path: Path, trace_bytes: int) -> None:
+    """Raise ``TraceTooLarge`` (one line: the sizes and what to do) when a trace of
+    ``trace_bytes`` would not fit."""
+    need = needed(trace_bytes)
+    free, what = available()
+    if free is None or need <= free:
+        return
+    raise TraceTooLarge(
+        f"{path}: {_human(trace_bytes)} of trace needs about {_human(need)} of memory to "
+        f"analyse, and {what} leaves {_human(free)}: record a shorter span (tftrace record "
+        "--delay S --duration S), or analyse it on a machine with more memory"
+    )
+
+
+def _human(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^MemAvailable:\s+(\d+) kB", text, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _cgroup_headroom() -> int | None:
+    """memory.max - memory.current of this process's cgroup (v2), where it has a limit."""
+    try:
+        line = Path("/proc/self/cgroup").read_text().splitlines()[0]
+        group = Path("/sys/fs/cgroup") / line.split("::", 1)[1].lstrip("/")
+        limit = (group / "memory.max").read_text().strip()
+        used = int((group / "memory.current").read_text().strip())
+    except (OSError, IndexError, ValueError):
+        return None
+    return None if limit == "max" else max(int(limit) - used, 0)
+
+
+def _vm_size() -> int:
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
