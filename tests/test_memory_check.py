@@ -30,7 +30,7 @@ def test_sizes_parse():
 
 def test_the_least_limit_wins(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(ENV_LIMIT, raising=False)
-    free, what = available()
+    free, _ = available()
     assert free is not None and free > 0  # this machine says what it has
     monkeypatch.setenv(ENV_LIMIT, "1M")
     assert available() == (2**20, ENV_LIMIT)
