@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
-from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.metrics.intervals import StepFunction, level_changes, sorted_unique
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.event_kinds import EventKind
@@ -112,21 +112,12 @@ def _raw(intervals: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> StepFunc
     s, e = s[keep], e[keep]
     t = np.concatenate([[lo, hi], s, e]).astype(np.int64)
     d = np.concatenate([[0, 0], np.ones(len(s)), -np.ones(len(e))]).astype(np.int64)
-    order = np.argsort(t, kind="stable")
-    times, first = np.unique(t[order], return_index=True)
-    level = np.cumsum(np.add.reduceat(d[order], first))
-    return StepFunction(times, level[:-1])
+    return level_changes(t, d)
 
 
-def category_timeline(
-    run: Run, window: tuple[int, int] | None = None, signals: Indicators | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The window cut where any condition changes: (edges, the category of each segment as
-    an index into CATEGORIES); ``len(edges) == len(categories) + 1``."""
-    lo, hi = window or trace_window(run)
-    sig = signals or indicators(run)
+def _timeline(run: Run, lo: int, hi: int, sig: Indicators) -> tuple[np.ndarray, np.ndarray]:
     functions = [_raw(getattr(sig, name), lo, hi) for name in _ORDER]
-    edges = np.unique(np.concatenate([f.times for f in functions]))
+    edges = sorted_unique(np.concatenate([f.times for f in functions]))
     if len(edges) < 2 or hi <= lo:
         return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, len(CATEGORIES) - 1)
     on = [f.values[np.searchsorted(f.times, edges[:-1], side="right") - 1] > 0 for f in functions]
@@ -134,6 +125,32 @@ def category_timeline(
     for index in reversed(range(len(on))):  # first match wins: assign the first one last
         category[on[index]] = _CATEGORY_OF[index]
     return edges, category
+
+
+@per_run
+def _trace_timeline(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """The category timeline of the whole trace, computed once: any window's is a cut of it
+    (what is open at an instant does not depend on the window around it)."""
+    return _timeline(run, *trace_window(run), indicators(run))
+
+
+def category_timeline(
+    run: Run, window: tuple[int, int] | None = None, signals: Indicators | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The window cut where any condition changes: (edges, the category of each segment as
+    an index into CATEGORIES); ``len(edges) == len(categories) + 1``. Outside the trace
+    nothing is open: idle."""
+    lo, hi = window or trace_window(run)
+    if signals is not None:
+        return _timeline(run, lo, hi, signals)
+    idle = len(CATEGORIES) - 1
+    if hi <= lo:
+        return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, idle)
+    edges, category = _trace_timeline(run)
+    cut = np.r_[lo, edges[(edges > lo) & (edges < hi)], hi].astype(np.int64)
+    at = np.searchsorted(edges, cut[:-1], side="right") - 1
+    inside = (at >= 0) & (at < len(category))
+    return cut, np.where(inside, category[np.clip(at, 0, len(category) - 1)], idle)
 
 
 def breakdown(

@@ -23,7 +23,7 @@ import pandas as pd
 from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
 from tftrace.analysis.metrics.busy import busy_intervals, pool_of_threads, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
-from tftrace.analysis.metrics.intervals import StepFunction, concurrency
+from tftrace.analysis.metrics.intervals import StepFunction, concurrency, sorted_unique
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.pools import Pool
@@ -260,7 +260,7 @@ def _causes_of_instants(
     get_next = ev[starts_with(ev["name"], ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
     waits = _per_thread(get_next, lo, hi)
     running = _per_thread(ops, lo, hi)
-    edges = np.unique(np.r_[cat_edges, waits.times, running.times])
+    edges = sorted_unique(np.r_[cat_edges, waits.times, running.times])
     edges = edges[(edges >= lo) & (edges <= hi)]
     at = edges[:-1]
     cat = category[np.clip(np.searchsorted(cat_edges, at, side="right") - 1, 0, len(category) - 1)]
@@ -353,7 +353,7 @@ def core_use(
     idle = np.maximum(cores - busy, 0.0)
     queued = np.minimum(idle, wait)  # runnable threads that did not get the idle cores
     cause_edges, cause = _causes_of_instants(run, lo, hi, ops, concurrency_of)
-    edges = np.unique(np.r_[cause_edges, grid])
+    edges = sorted_unique(np.r_[cause_edges, grid])
     at, width = edges[:-1], np.diff(edges).astype(np.float64)
     tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
     cause_at = cause[np.clip(np.searchsorted(cause_edges, at, side="right") - 1, 0, len(cause) - 1)]

@@ -12,6 +12,23 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def sorted_unique(t: np.ndarray) -> np.ndarray:
+    """The distinct values of ``t``, sorted (np.unique's hashing is several times slower on the
+    millions of int64 edges of a long trace than a sort and a mask)."""
+    t = np.sort(t, kind="stable")
+    return t[np.r_[True, t[1:] != t[:-1]]] if len(t) else t
+
+
+def level_changes(t: np.ndarray, d: np.ndarray) -> StepFunction:
+    """The step function whose value changes by ``d[i]`` at ``t[i]`` (several changes at one
+    time add up), starting at 0 before the first time."""
+    order = np.argsort(t, kind="stable")
+    t, d = t[order], d[order]
+    last = np.r_[t[1:] != t[:-1], True] if len(t) else np.zeros(0, dtype=bool)
+    level = np.cumsum(d)[last]
+    return StepFunction(t[last].astype(np.int64), level[:-1].astype(np.int64))
+
+
 def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge overlapping or touching intervals of ONE thread into disjoint ones, sorted."""
     if len(start) == 0:
@@ -62,13 +79,7 @@ def concurrency(starts: list[np.ndarray], ends: list[np.ndarray], lo: int, hi: i
         s, e = union(*clip(s, e, lo, hi))
         edges_t += [s, e]
         edges_d += [np.ones(len(s), dtype=np.int64), -np.ones(len(e), dtype=np.int64)]
-    t = np.concatenate(edges_t)
-    d = np.concatenate(edges_d)
-    order = np.argsort(t, kind="stable")
-    t, d = t[order], d[order]
-    times, first = np.unique(t, return_index=True)
-    level = np.cumsum(np.add.reduceat(d, first)) if len(first) else np.zeros(0, dtype=np.int64)
-    return StepFunction(times, level[:-1].astype(np.int64))
+    return level_changes(np.concatenate(edges_t), np.concatenate(edges_d))
 
 
 def first_match_ns(sets: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) -> np.ndarray:
@@ -77,7 +88,7 @@ def first_match_ns(sets: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) 
     if hi <= lo:
         return np.zeros(len(sets) + 1, dtype=np.int64)
     merged = [union(*clip(s, e, lo, hi)) for s, e in sets]
-    edges = np.unique(
+    edges = sorted_unique(
         np.concatenate([np.array([lo, hi], dtype=np.int64), *(np.r_[s, e] for s, e in merged)])
     )
     at, width = edges[:-1], np.diff(edges)
