@@ -131,7 +131,13 @@ def _timeline(run: Run, lo: int, hi: int, sig: Indicators) -> tuple[np.ndarray, 
 def _trace_timeline(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """The category timeline of the whole trace, computed once: any window's is a cut of it
     (what is open at an instant does not depend on the window around it)."""
-    return _timeline(run, *trace_window(run), indicators(run))
+    sig = indicators(run)
+    lo, hi = trace_window(run)
+    for name in _ORDER:  # the OS sampler's on-CPU spans may reach past the trace's events
+        s, e = getattr(sig, name)
+        if len(s):
+            lo, hi = min(lo, int(s.min())), max(hi, int(e.max()))
+    return _timeline(run, lo, hi, sig)
 
 
 def category_timeline(
