@@ -80,7 +80,7 @@ def python_stack_slices(run: Run) -> Slices:
     lo, hi = (
         trace_window(run) if len(run.events) else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
     )
-    threads, starts, ends, names, args = [], [], [], [], []
+    threads, starts, ends, names, frames, depths = [], [], [], [], [], []
     pools = run.threads.set_index("thread")["pool"].astype(str)
     python = run.python[run.python["thread"].map(pools) != Pool.PROFILER.value]
     for thread, intervals in python.groupby("thread", sort=True):
@@ -92,14 +92,15 @@ def python_stack_slices(run: Run) -> Slices:
             starts.append(start)
             ends.append(end)
             names.append(function)
-            args.append({"frame": frame, "depth": depth})
+            frames.append(frame)
+            depths.append(depth)
     return Slices(
         STACK_CAT,
         np.array(threads, dtype=np.int64),
         np.array(starts, dtype=np.int64),
         np.array(ends, dtype=np.int64),
         names,
-        args,
+        {"frame": frames, "depth": np.array(depths, dtype=np.int64)},
     )
 
 

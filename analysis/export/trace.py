@@ -1,6 +1,8 @@
 """A run as a Chrome Trace Event Format object: what Perfetto and chrome://tracing open.
 
-Why this shape (one object, built without I/O, serialised only by ``json.dumps``):
+Why this shape (the JSON text built column by column, ``trace_text.py``, so that millions of
+events cost neither a dict each nor a ``json.dumps`` of them all; ``build_trace`` parses it
+back for callers that want the object):
 
 - **One process per pool** (``pid``), named with ``process_name`` and ordered with
   ``process_sort_index``: the question tftrace answers is per pool, so the viewer groups
@@ -37,26 +39,28 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tftrace import __version__
+from tftrace.analysis.export import trace_text as text
 from tftrace.analysis.export.python_stacks import python_stack_slices, stack_tracks
 from tftrace.analysis.export.trace_format import (
     COUNTER_RANK,
     FLOW_RANK,
     POOL_ORDER,
+    SLICE_RANK,
     SYNTHETIC_TID_BASE,
     Slices,
-    Timed,
     Track,
-    microseconds,
+    exact_microseconds,
     pool_pid,
-    slice_events,
 )
 from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
@@ -114,55 +118,59 @@ def _python_mask(run: Run, events: pd.DataFrame) -> np.ndarray:
     return np.asarray(pd.Series(pools).isin([p.value for p in PYTHON_POOLS]))
 
 
-def _optional(value: Any) -> int | None:
-    return None if pd.isna(value) else int(value)
+@dataclass(frozen=True)
+class Batch:
+    """Events as columns before the one sort: keys (time, -length, rank, sequence) and the
+    JSON text of each event."""
+
+    at_ns: np.ndarray
+    neg_length: np.ndarray
+    rank: int
+    seq: np.ndarray
+    text: pa.LargeStringArray
 
 
 def region_slices(run: Run) -> Slices:
     """Thread-pool regions: a worker running one closure."""
     regions = run.regions
-    args = [
-        {
-            k: v
-            for k, v in (
-                ("tf_flow", _optional(flow)),
-                ("queue_ns", _optional(queue)),
-                ("scheduled_by_thread", _optional(by)),
-            )
-            if v is not None
-        }
-        for flow, queue, by in zip(
-            regions["flow"], regions["queue_ns"], regions["scheduled_by"], strict=True
-        )
-    ]
     return Slices(
         "region",
         regions["thread"].to_numpy(),
         regions["start_ns"].to_numpy(),
         regions["end_ns"].to_numpy(),
-        ["region"] * len(regions),
-        args,
+        "region",
+        {
+            "tf_flow": regions["flow"],
+            "queue_ns": regions["queue_ns"],
+            "scheduled_by_thread": regions["scheduled_by"],
+        },
     )
 
 
 def op_slices(run: Run) -> Slices:
     """Op events on every thread: the node name as the slice name, its type in args."""
     ops = run.events[_is_kind(run.events, (EventKind.OP,))]
-    names = [str(n) for n in ops["op_name"]]
-    args = [
-        {"op_type": str(t), "op_kernel": str(r), "kind": str(k), "event": str(e)}
-        for t, r, k, e in zip(
-            ops["op_type"], ops["op_kernel"], ops["kind"], ops["name"], strict=True
-        )
-    ]
     return Slices(
         "op",
         ops["thread"].to_numpy(),
         ops["start_ns"].to_numpy(),
         ops["end_ns"].to_numpy(),
-        names,
-        args,
+        _text(ops["op_name"]),
+        {
+            "op_type": _text(ops["op_type"]),
+            "op_kernel": _text(ops["op_kernel"]),
+            "kind": _text(ops["kind"]),
+            "event": _text(ops["name"]),
+        },
     )
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """A categorical column as its slices show it: a missing value as the text "nan" (what
+    ``str`` of it gives), so that every slice has every field."""
+    if column.isna().any():
+        column = column.cat.add_categories(["nan"]).fillna("nan")
+    return column
 
 
 def python_call_slices(run: Run) -> list[Slices]:
@@ -178,8 +186,8 @@ def python_call_slices(run: Run) -> list[Slices]:
                 mine["thread"].to_numpy(),
                 mine["start_ns"].to_numpy(),
                 mine["end_ns"].to_numpy(),
-                [str(n) for n in mine["name"]],
-                [{"kind": kind.value}] * len(mine),
+                _text(mine["name"]),
+                {"kind": kind.value},
             )
         )
     return out
@@ -203,40 +211,101 @@ def record_slices(run: Run) -> Slices:
         marks["scheduled_by"].to_numpy(),
         at,
         at,
-        [THREADPOOL_RECORD] * len(marks),
-        [{"tf_flow": int(f)} for f in marks["flow"]],
+        THREADPOOL_RECORD,
+        {"tf_flow": marks["flow"].to_numpy()},
     )
 
 
-def flow_events(run: Run, tracks: dict[int, Track], seq: int) -> list[Timed]:
+class _Tracks:
+    """pid and tid of each thread key, looked up for whole columns at once."""
+
+    def __init__(self, tracks: dict[int, Track]) -> None:
+        self.keys = np.array(sorted(tracks), dtype=np.int64)
+        self.pid = np.array([tracks[int(k)].pid for k in self.keys], dtype=np.int64)
+        self.tid = np.array([tracks[int(k)].tid for k in self.keys], dtype=np.int64)
+
+    def of(self, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at = np.searchsorted(self.keys, np.asarray(thread, dtype=np.int64))
+        return self.pid[at], self.tid[at]
+
+
+def _values(value: Any, n: int) -> text.Text:
+    """Args values as JSON text: integers stay numbers, anything else is a string."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return text.integers(value, n)
+    if isinstance(value, str):
+        return text.strings(value, n)
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and pd.api.types.is_integer_dtype(dtype):
+        return text.integers(value, n)
+    return text.strings(value, n)
+
+
+def slice_batch(slices: Slices, tracks: _Tracks, seq: int) -> Batch:
+    n = len(slices)
+    pid, tid = tracks.of(slices.thread)
+    start, end = np.asarray(slices.start_ns, np.int64), np.asarray(slices.end_ns, np.int64)
+    length = end - start
+    us, dur = exact_microseconds(start), exact_microseconds(length)
+    fields = [(k, _values(v, n)) for k, v in slices.args.items()]
+    body = text.event(
+        {
+            "ph": text.strings("X", n),
+            "cat": text.strings(slices.cat, n),
+            "name": text.strings(slices.names, n),
+            "pid": text.integers(pid, n),
+            "tid": text.integers(tid, n),
+            "ts": text.microseconds_text(start, us),
+            "dur": text.microseconds_text(length, dur),
+            "args": text.obj(fields, n),
+        },
+        n,
+    )
+    return Batch(start, -length, SLICE_RANK, seq + np.arange(n), body)
+
+
+def flow_batches(run: Run, tracks: _Tracks, seq: int) -> list[Batch]:
     """An ``s`` at each Record and an ``f`` at its region's start, one id per region.
 
     Each sorts with the slice it binds to (the Record's zero-length slice; the region),
     just after it.
     """
     regions = scheduled_regions(run)
+    n = len(regions)
     sent = regions["scheduled_ns"].to_numpy(dtype=np.int64)
     started = regions["start_ns"].to_numpy()
     lengths = (regions["end_ns"] - regions["start_ns"]).to_numpy()
-    sent_us, started_us = microseconds(sent), microseconds(started)
     by = regions["scheduled_by"].to_numpy(dtype=np.int64)
-    out: list[Timed] = []
-    for i, worker in enumerate(regions["thread"].tolist()):
-        flow_id = i + 1
-        source, target = tracks[int(by[i])], tracks[worker]
-        common = {"cat": FLOW_CAT, "name": FLOW_NAME, "id": flow_id}
-        tail = {"ph": "s", **common, "pid": source.pid, "tid": source.tid, "ts": sent_us[i]}
-        head = {
-            "ph": "f",
-            "bp": "e",
+    ids = text.integers(np.arange(1, n + 1), n)
+    common = {"cat": text.strings(FLOW_CAT, n), "name": text.strings(FLOW_NAME, n), "id": ids}
+    source_pid, source_tid = tracks.of(by)
+    target_pid, target_tid = tracks.of(regions["thread"].to_numpy())
+    tail = text.event(
+        {
+            "ph": text.strings("s", n),
             **common,
-            "pid": target.pid,
-            "tid": target.tid,
-            "ts": started_us[i],
-        }
-        out.append((int(sent[i]), 0, FLOW_RANK, seq + 2 * i, tail))
-        out.append((int(started[i]), -int(lengths[i]), FLOW_RANK, seq + 2 * i + 1, head))
-    return out
+            "pid": text.integers(source_pid, n),
+            "tid": text.integers(source_tid, n),
+            "ts": text.microseconds_text(sent, exact_microseconds(sent)),
+        },
+        n,
+    )
+    head = text.event(
+        {
+            "ph": text.strings("f", n),
+            "bp": text.strings("e", n),
+            **common,
+            "pid": text.integers(target_pid, n),
+            "tid": text.integers(target_tid, n),
+            "ts": text.microseconds_text(started, exact_microseconds(started)),
+        },
+        n,
+    )
+    order = seq + 2 * np.arange(n)
+    return [
+        Batch(sent, np.zeros(n, np.int64), FLOW_RANK, order, tail),
+        Batch(started, -lengths, FLOW_RANK, order + 1, head),
+    ]
 
 
 def counter_changes(f: StepFunction) -> tuple[np.ndarray, np.ndarray]:
@@ -246,23 +315,26 @@ def counter_changes(f: StepFunction) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[times[changed], f.times[-1:]], np.r_[values[changed], np.zeros(1, np.int64)]
 
 
-def counter_events(run: Run, pools: Iterable[Pool], seq: int) -> list[Timed]:
+def counter_batches(run: Run, pools: Iterable[Pool], seq: int) -> list[Batch]:
     """Busy threads per pool over the trace window, one event per change."""
     window = trace_window(run)
-    out: list[Timed] = []
+    out = []
     for pool in pools:
         f, _ = pool_step_function(run, pool, window)
         times, values = counter_changes(f)
-        for t, us, v in zip(times.tolist(), microseconds(times), values.tolist(), strict=True):
-            event = {
-                "ph": "C",
-                "name": COUNTER_NAME,
-                "pid": pool_pid(pool),
-                "ts": us,
-                "args": {COUNTER_SERIES: int(v)},
-            }
-            out.append((int(t), 0, COUNTER_RANK, seq, event))
-            seq += 1
+        n = len(times)
+        body = text.event(
+            {
+                "ph": text.strings("C", n),
+                "name": text.strings(COUNTER_NAME, n),
+                "pid": text.integers(pool_pid(pool), n),
+                "ts": text.microseconds_text(times, exact_microseconds(times)),
+                "args": text.obj([(COUNTER_SERIES, text.integers(values, n))], n),
+            },
+            n,
+        )
+        out.append(Batch(times, np.zeros(n, np.int64), COUNTER_RANK, seq + np.arange(n), body))
+        seq += n
     return out
 
 
@@ -287,39 +359,77 @@ def all_slices(run: Run) -> list[Slices]:
     return [region_slices(run), op_slices(run), *python_call_slices(run), record_slices(run)]
 
 
-def build_trace(run: Run) -> dict[str, Any]:
-    """The run as a Chrome Trace Event Format object (no I/O; ``json.dumps`` it)."""
+def trace_json(run: Run, extra: Sequence[dict[str, Any]] = ()) -> tuple[bytes, int]:
+    """The run as Chrome Trace Event Format JSON (UTF-8), with ``extra`` events appended
+    (the window marks); and how many events it holds."""
     slices = all_slices(run)
-    used = {int(t) for s in slices for t in s.thread.tolist()}
+    used = {int(t) for s in slices for t in np.unique(s.thread).tolist()}
     stacks = python_stack_slices(run)
     tracks = thread_tracks(run, used) | stack_tracks(run, stacks.thread.tolist(), _label)
-    timed: list[Timed] = []
+    lookup = _Tracks(tracks)
+    batches: list[Batch] = []
+    seq = 0
     for s in [*slices, stacks]:
-        timed += slice_events(s, tracks, len(timed))
-    timed += flow_events(run, tracks, len(timed))
+        batches.append(slice_batch(s, lookup, seq))
+        seq += len(s)
+    batches += flow_batches(run, lookup, seq)
+    seq += 2 * len(scheduled_regions(run))
     pools = sorted({t.pool for t in tracks.values()}, key=POOL_ORDER.index)
-    timed += counter_events(run, pools, len(timed))
-    timed.sort(key=lambda e: e[:4])
+    batches += counter_batches(run, pools, seq)
+    order = np.lexsort(
+        (
+            np.concatenate([b.seq for b in batches]),
+            np.concatenate([np.full(len(b.seq), b.rank) for b in batches]),
+            np.concatenate([b.neg_length for b in batches]),
+            np.concatenate([b.at_ns for b in batches]),
+        )
+    )
+    events = pa.concat_arrays([b.text for b in batches]).take(pa.array(order))
+    head = [json.dumps(e, separators=(",", ":"), allow_nan=False) for e in metadata_events(tracks)]
+    tail = [json.dumps(e, separators=(",", ":"), allow_nan=False) for e in extra]
     lo, hi = trace_window(run)
-    return {
-        "traceEvents": metadata_events(tracks) + [e[4] for e in timed],
-        "displayTimeUnit": DISPLAY_TIME_UNIT,
-        "otherData": {
-            "producer": f"tftrace {__version__}",
-            "run": str(run.path),
-            "time_axis": "µs since the recorder started (the run's ns axis / 1000)",
-            "window_ns": f"{lo} {hi}",
-        },
+    other = {
+        "producer": f"tftrace {__version__}",
+        "run": str(run.path),
+        "time_axis": "µs since the recorder started (the run's ns axis / 1000)",
+        "window_ns": f"{lo} {hi}",
     }
+    parts = [
+        b'{"traceEvents":[',
+        ",".join(head).encode(),
+        b"," if head and len(events) else b"",
+        text.comma_joined(events),
+        b"," if tail and (head or len(events)) else b"",
+        ",".join(tail).encode(),
+        b'],"displayTimeUnit":',
+        json.dumps(DISPLAY_TIME_UNIT).encode(),
+        b',"otherData":',
+        json.dumps(other, separators=(",", ":")).encode(),
+        b"}",
+    ]
+    return b"".join(parts), len(head) + len(events) + len(tail)
+
+
+def build_trace(run: Run) -> dict[str, Any]:
+    """The run as a Chrome Trace Event Format object (the parsed ``trace_json``)."""
+    data: dict[str, Any] = json.loads(trace_json(run)[0])
+    return data
+
+
+def write_run_trace(run: Run, path: Path, extra: Sequence[dict[str, Any]] = ()) -> tuple[int, int]:
+    """Write the run's trace (gzip-compressed when ``path`` ends in ``.gz``); (events, bytes)."""
+    data, count = trace_json(run, extra)
+    return count, _write(data, path)
 
 
 def write_trace(trace: dict[str, Any], path: Path) -> int:
-    """Write the object as JSON (gzip-compressed when ``path`` ends in ``.gz``); bytes written.
+    """Write a trace object as JSON (gzip-compressed when ``path`` ends in ``.gz``); bytes
+    written. ``allow_nan=False``: NaN is not JSON, and a viewer would reject the whole file."""
+    return _write(json.dumps(trace, separators=(",", ":"), allow_nan=False).encode("utf-8"), path)
 
-    ``allow_nan=False``: NaN is not JSON, and a viewer would reject the whole file.
-    The gzip header carries no time stamp, so the same run exports to the same bytes.
-    """
-    data = json.dumps(trace, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+def _write(data: bytes, path: Path) -> int:
+    """The gzip header carries no time stamp, so the same run exports to the same bytes."""
     if path.suffix == ".gz":
         data = gzip.compress(data, mtime=0)
     path.write_bytes(data)

@@ -5,6 +5,7 @@ before sorting. ``trace.py`` builds the whole trace from them; see its docstring
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +29,7 @@ POOL_ORDER = (
 # Above Linux's largest pid_max (2**22) and below 2**32 (Perfetto reads tids as uint32).
 SYNTHETIC_TID_BASE = 1 << 30
 
-# One timed event before sorting: (ts ns, -dur ns, rank at equal time, sequence, event).
-Timed = tuple[int, int, int, int, dict[str, Any]]
+# Events sort by (ts ns, -dur ns, rank at equal time, sequence).
 SLICE_RANK, FLOW_RANK, COUNTER_RANK = 0, 1, 2
 
 
@@ -49,7 +49,7 @@ def pool_pid(pool: Pool) -> int:
     return POOL_ORDER.index(pool) + 1
 
 
-def microseconds(ns: np.ndarray) -> list[float]:
+def exact_microseconds(ns: np.ndarray) -> np.ndarray:
     """int64 ns -> float µs that Perfetto's ``int64(us * 1000.0)`` turns back into ``ns``.
 
     ``ns / 1000`` is usually such a float, but not always (``2707831.993 * 1000`` may land
@@ -65,38 +65,27 @@ def microseconds(ns: np.ndarray) -> list[float]:
             break
         us = np.where(low, np.nextafter(us, np.inf), us)
         us = np.where(high, np.nextafter(us, -np.inf), us)
-    result: list[float] = us.tolist()
+    return us
+
+
+def microseconds(ns: np.ndarray) -> list[float]:
+    """``exact_microseconds`` as Python floats (for a few events built as dicts)."""
+    result: list[float] = exact_microseconds(ns).tolist()
     return result
 
 
 @dataclass(frozen=True)
 class Slices:
-    """Slices of one category as columns; ``args`` holds one dict per slice."""
+    """Slices of one category as columns. ``names``: one per slice (a list, an array or a
+    categorical), or one string for all; ``args``: key -> one value per slice (NA or None:
+    the key is left out of that slice's args), or one value for all."""
 
     cat: str
     thread: np.ndarray
     start_ns: np.ndarray
     end_ns: np.ndarray
-    names: list[str]
-    args: list[dict[str, Any]]
+    names: Any
+    args: Mapping[str, Any]
 
-
-def slice_events(slices: Slices, tracks: dict[int, Track], seq: int) -> list[Timed]:
-    ts = microseconds(slices.start_ns)
-    dur = microseconds(slices.end_ns - slices.start_ns)
-    out: list[Timed] = []
-    for i, thread in enumerate(slices.thread.tolist()):
-        track = tracks[thread]
-        start, length = int(slices.start_ns[i]), int(slices.end_ns[i] - slices.start_ns[i])
-        event = {
-            "ph": "X",
-            "cat": slices.cat,
-            "name": slices.names[i],
-            "pid": track.pid,
-            "tid": track.tid,
-            "ts": ts[i],
-            "dur": dur[i],
-            "args": slices.args[i],
-        }
-        out.append((start, -length, SLICE_RANK, seq + i, event))
-    return out
+    def __len__(self) -> int:
+        return len(self.thread)

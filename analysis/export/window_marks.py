@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tftrace.analysis.export.trace import microseconds
+from tftrace.analysis.export.trace_format import microseconds
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.window import WindowArg, parse_window, resolve_window
 from tftrace.analysis.model.run import Run

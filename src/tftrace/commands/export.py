@@ -77,18 +77,16 @@ def _check_output(path: Path, fmt: str) -> None:
 
 
 def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
-    from tftrace.analysis.export.trace import build_trace, write_trace
+    from tftrace.analysis.export.trace import write_run_trace
     from tftrace.analysis.export.window_marks import window_marks
 
     if run.events.empty:
         why = "; ".join(run.missing) or "the trace holds no host events"
         raise CliError(f"export: {run.path} has no trace events to export ({why})")
     marks = window_marks(run, **window)  # first: a bad window fails before the long part
-    trace = build_trace(run)
-    trace["traceEvents"] += marks
     path.parent.mkdir(parents=True, exist_ok=True)
-    size = write_trace(trace, path)
-    return f"{path} ({len(trace['traceEvents'])} events, {size / 1024:.0f} KiB)"
+    count, size = write_run_trace(run, path, marks)
+    return f"{path} ({count} events, {size / 1024:.0f} KiB)"
 
 
 def _export_tables(run: Any, directory: Path, fmt: str) -> str:
