@@ -28,13 +28,8 @@ def test_strings_integers_and_objects():
     names = pd.Series(['a"b', None, "<script>", "é\n"], dtype="category")
     flows = pd.Series([1, None, 3, None], dtype="Int64")
     n = len(names)
-    rows = text.event(
-        {
-            "name": text.strings(names, n),
-            "args": text.obj([("flow", text.integers(flows, n)), ("kind", text.strings("x", n))], n),
-        },
-        n,
-    )
+    args = [("flow", text.integers(flows, n)), ("kind", text.strings("x", n))]
+    rows = text.event({"name": text.strings(names, n), "args": text.obj(args, n)}, n)
     parsed = [json.loads(r) for r in rows.to_pylist() if r is not None]
     assert parsed == [
         {"name": 'a"b', "args": {"flow": 1, "kind": "x"}},
