@@ -482,6 +482,33 @@ def to_json(o: Outcome) -> dict[str, Any]:
     }
 
 
+def from_json(data: dict[str, Any]) -> Outcome:
+    """An ``Outcome`` back from its ``to_json`` (``--combine``)."""
+    recorded: Setting = (int(data["recorded"][0]), int(data["recorded"][1]))
+    advice = [
+        Advice(a["id"], tuple(a["advised"]), a["status"], a["speedup"], a["reason"])
+        for a in data["advice"]
+    ]
+    table = pd.DataFrame(data["sweep"]) if data["sweep"] is not None else None
+    return Outcome(data["name"], recorded, advice, table, list(data["errors"]))
+
+
+def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]:
+    """The outcomes of several ``results.json``, a later file's workload replacing an earlier
+    one of the same name (a workload run again on its own), in the order first seen; the
+    repeats and CPUs of the first file (the others must match them)."""
+    by_name: dict[str, Outcome] = {}
+    first = json.loads(paths[0].read_text())
+    for path in paths:
+        data = json.loads(path.read_text())
+        same = (data["cpus"], data["repeat"], data.get("verify_repeat"))
+        if same != (first["cpus"], first["repeat"], first.get("verify_repeat")):
+            raise SystemExit(f"{path}: CPUs and repeats differ from {paths[0]}'s")
+        for w in data["workloads"]:
+            by_name[w["name"]] = from_json(w)
+    return list(by_name.values()), (first["repeat"], first["verify_repeat"]), first["cpus"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, repeat 3")
@@ -499,7 +526,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--markdown", type=Path, help="write the result as Markdown here")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS",
+        help="run nothing: score saved results.json files, a later file's workload replacing "
+        "an earlier one of the same name (one workload rerun with --only)",
+    )
     args = parser.parse_args(argv)
+    if args.combine:
+        outcomes, repeats, cpus = combine(args.combine)
+        return report(outcomes, cpus, repeats, args)
 
     cpus = len(os.sched_getaffinity(0))
     entries = corpus(cpus)
@@ -532,6 +570,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes.append(run_one(w, cpus, repeats, out / w.name))
         _say(f"  done in {time.monotonic() - t0:.0f} s")
 
+    print(f"\n{len(outcomes)} workload(s) in {time.monotonic() - started:.0f} s; runs in {out}")
+    return report(outcomes, cpus, repeats, args, out)
+
+
+def report(
+    outcomes: list[Outcome],
+    cpus: int,
+    repeats: tuple[int, int],
+    args: argparse.Namespace,
+    out: Path | None = None,
+) -> int:
+    """Print the table and the figures; write ``results.json`` into ``out`` and the Markdown
+    where asked; the exit status."""
     body = rows(outcomes)
     print(text_table(HEADER, body))
     errors = [f"{o.name}: {e}" for o in outcomes for e in o.errors]
@@ -543,8 +594,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(p_line)
     print(r_line)
-    print(f"\n{len(outcomes)} workload(s) in {time.monotonic() - started:.0f} s; runs in {out}")
+    if out is not None:
+        _write_results(out, outcomes, cpus, repeats)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(outcomes, cpus, repeats, [p_line, r_line]))
+        print(f"wrote {args.markdown}")
+    failed = p_ok is False or r_ok is False or bool(errors)
+    return 1 if args.check and failed else 0
 
+
+def _write_results(out: Path, outcomes: list[Outcome], cpus: int, repeats: tuple[int, int]) -> None:
+    repeat, verify_repeat = repeats
     (out / "results.json").write_text(
         json.dumps(
             {
@@ -560,12 +621,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             default=str,
         )
     )
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(outcomes, cpus, repeats, [p_line, r_line]))
-        print(f"wrote {args.markdown}")
-    failed = p_ok is False or r_ok is False or bool(errors)
-    return 1 if args.check and failed else 0
 
 
 if __name__ == "__main__":

@@ -167,3 +167,25 @@ def test_corpus_scripts_exist_and_record_in_the_sweep_grid():
         intra, inter = d.sweep_axes(4, w.recorded)
         assert w.intra in intra and w.inter in inter
     assert d.sweep_axes(4, (4, 4)) == ([1, 4, 8], [1, 4])
+
+
+def test_saved_results_score_as_the_run_did(tmp_path):
+    """--combine rebuilds outcomes from results.json; a later file's workload replaces the
+    earlier one of the same name."""
+    import json
+
+    hit = d.Advice("ops-run-inline", (1, None), "confirmed", 1.25, "r")
+    missed = d.Advice("eigen-spin", (4, None), "not confirmed", 0.9, "r")
+    sweep = SWEEP.assign(speedup=1.0 / SWEEP["median_s"])  # as a sweep's table has it
+    first = [outcome([hit], sweep, name="a"), outcome([missed], sweep, name="b")]
+    again = [outcome([hit], sweep, name="b")]
+    for name, outcomes in (("one", first), ("two", again)):
+        doc = {"cpus": 2, "repeat": 5, "verify_repeat": 7}
+        doc["workloads"] = [d.to_json(o) for o in outcomes]
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc, default=str))
+    back, repeats, cpus = d.combine([tmp_path / "one.json"])
+    assert (repeats, cpus) == ((5, 7), 2)
+    assert d.precision(back) == d.precision(first) == (1, 2)
+    assert d.recall(back) == d.recall(first) and d.rows(back) == d.rows(first)
+    merged, _, _ = d.combine([tmp_path / "one.json", tmp_path / "two.json"])
+    assert [o.name for o in merged] == ["a", "b"] and d.precision(merged) == (2, 2)

@@ -170,3 +170,34 @@ def test_advice_that_is_the_runs_own_setting_runs_nothing(sample_run_copy: Path)
     assert checked.verification.status is Status.INCONCLUSIVE
     assert "run's own" in checked.verification.reason
     assert not (sample_run_copy / "verify").exists()
+
+
+def test_a_symptom_of_code_advises_no_setting():
+    """ops-too-small-to-split beside input-pipeline-starves-step: a consequence of a cause
+    whose action is code keeps its figures but advises no setting; beside a cause that advises
+    one, it keeps its own."""
+    from tftrace.analysis.findings.diagnose import with_causes
+
+    small = Finding(
+        "ops-too-small-to-split",
+        Severity.HIGH,
+        Pool.INTRA_OP.value,
+        "m",
+        "a",
+        setting=AdvisedSetting(1, None, Expect.NOT_SLOWER),
+    )
+    starved = Finding("input-pipeline-starves-step", Severity.HIGH, Pool.TF_DATA.value, "m", "a")
+    marked = {f.id: f for f in with_causes([small, starved])}
+    assert marked["ops-too-small-to-split"].consequence_of == ("input-pipeline-starves-step",)
+    assert marked["ops-too-small-to-split"].setting is None
+    underused = Finding(
+        "underused-cores",
+        Severity.MEDIUM,
+        None,
+        "m",
+        "a",
+        setting=AdvisedSetting(1, None, Expect.NOT_SLOWER),
+    )
+    marked = {f.id: f for f in with_causes([small, underused])}
+    assert marked["underused-cores"].consequence_of == ("ops-too-small-to-split",)
+    assert marked["underused-cores"].setting == AdvisedSetting(1, None, Expect.NOT_SLOWER)
