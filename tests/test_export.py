@@ -37,8 +37,8 @@ from tftrace.analysis.export.trace import (
     SYNTHETIC_TID_BASE,
     build_trace,
     counter_changes,
-    microseconds,
 )
+from tftrace.analysis.export.trace_format import microseconds
 from tftrace.analysis.export.window_marks import WINDOW_TRACK
 from tftrace.analysis.metrics.busy import PYTHON_POOLS
 from tftrace.analysis.metrics.concurrency import pool_concurrency
