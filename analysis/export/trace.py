@@ -40,7 +40,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +50,11 @@ import pyarrow as pa
 from tftrace import __version__
 from tftrace.analysis.export import trace_text as text
 from tftrace.analysis.export.python_stacks import python_stack_slices, stack_tracks
+from tftrace.analysis.export.trace_batches import Batch, Tracks, slice_batch
 from tftrace.analysis.export.trace_format import (
     COUNTER_RANK,
     FLOW_RANK,
     POOL_ORDER,
-    SLICE_RANK,
     SYNTHETIC_TID_BASE,
     Slices,
     Track,
@@ -116,18 +115,6 @@ def _is_kind(events: pd.DataFrame, kinds: Iterable[EventKind]) -> np.ndarray:
 def _python_mask(run: Run, events: pd.DataFrame) -> np.ndarray:
     pools = pool_of_threads(run, events["thread"].to_numpy())
     return np.asarray(pd.Series(pools).isin([p.value for p in PYTHON_POOLS]))
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Events as columns before the one sort: keys (time, -length, rank, sequence) and the
-    JSON text of each event."""
-
-    at_ns: np.ndarray
-    neg_length: np.ndarray
-    rank: int
-    seq: np.ndarray
-    text: pa.LargeStringArray
 
 
 def region_slices(run: Run) -> Slices:
@@ -216,55 +203,7 @@ def record_slices(run: Run) -> Slices:
     )
 
 
-class _Tracks:
-    """pid and tid of each thread key, looked up for whole columns at once."""
-
-    def __init__(self, tracks: dict[int, Track]) -> None:
-        self.keys = np.array(sorted(tracks), dtype=np.int64)
-        self.pid = np.array([tracks[int(k)].pid for k in self.keys], dtype=np.int64)
-        self.tid = np.array([tracks[int(k)].tid for k in self.keys], dtype=np.int64)
-
-    def of(self, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        at = np.searchsorted(self.keys, np.asarray(thread, dtype=np.int64))
-        return self.pid[at], self.tid[at]
-
-
-def _values(value: Any, n: int) -> text.Text:
-    """Args values as JSON text: integers stay numbers, anything else is a string."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return text.integers(value, n)
-    if isinstance(value, str):
-        return text.strings(value, n)
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None and pd.api.types.is_integer_dtype(dtype):
-        return text.integers(value, n)
-    return text.strings(value, n)
-
-
-def slice_batch(slices: Slices, tracks: _Tracks, seq: int) -> Batch:
-    n = len(slices)
-    pid, tid = tracks.of(slices.thread)
-    start, end = np.asarray(slices.start_ns, np.int64), np.asarray(slices.end_ns, np.int64)
-    length = end - start
-    us, dur = exact_microseconds(start), exact_microseconds(length)
-    fields = [(k, _values(v, n)) for k, v in slices.args.items()]
-    body = text.event(
-        {
-            "ph": text.strings("X", n),
-            "cat": text.strings(slices.cat, n),
-            "name": text.strings(slices.names, n),
-            "pid": text.integers(pid, n),
-            "tid": text.integers(tid, n),
-            "ts": text.microseconds_text(start, us),
-            "dur": text.microseconds_text(length, dur),
-            "args": text.obj(fields, n),
-        },
-        n,
-    )
-    return Batch(start, -length, SLICE_RANK, seq + np.arange(n), body)
-
-
-def flow_batches(run: Run, tracks: _Tracks, seq: int) -> list[Batch]:
+def flow_batches(run: Run, tracks: Tracks, seq: int) -> list[Batch]:
     """An ``s`` at each Record and an ``f`` at its region's start, one id per region.
 
     Each sorts with the slice it binds to (the Record's zero-length slice; the region),
@@ -366,7 +305,7 @@ def trace_json(run: Run, extra: Sequence[dict[str, Any]] = ()) -> tuple[bytes, i
     used = {int(t) for s in slices for t in np.unique(s.thread).tolist()}
     stacks = python_stack_slices(run)
     tracks = thread_tracks(run, used) | stack_tracks(run, stacks.thread.tolist(), _label)
-    lookup = _Tracks(tracks)
+    lookup = Tracks(tracks)
     batches: list[Batch] = []
     seq = 0
     for s in [*slices, stacks]:
