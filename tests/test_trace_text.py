@@ -18,7 +18,7 @@ def test_times_parse_to_the_exact_microseconds():
     us = exact_microseconds(ns)
     moved = us != ns / 1000.0
     assert moved.sum() > 10  # the values that had to move an ulp are among them
-    parsed = [json.loads(t) for t in text.microseconds_text(ns, us).to_pylist()]
+    parsed = [json.loads(t) for t in text.microseconds_text(ns).to_pylist()]
     assert parsed == us.tolist()
     # And Perfetto's reading of each gives back the ns exactly.
     assert (np.trunc(np.array(parsed) * 1000.0) == ns).all()

@@ -58,7 +58,6 @@ from tftrace.analysis.export.trace_format import (
     SYNTHETIC_TID_BASE,
     Slices,
     Track,
-    exact_microseconds,
     pool_pid,
 )
 from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
@@ -225,7 +224,7 @@ def flow_batches(run: Run, tracks: Tracks, seq: int) -> list[Batch]:
             **common,
             "pid": text.integers(source_pid, n),
             "tid": text.integers(source_tid, n),
-            "ts": text.microseconds_text(sent, exact_microseconds(sent)),
+            "ts": text.microseconds_text(sent),
         },
         n,
     )
@@ -236,7 +235,7 @@ def flow_batches(run: Run, tracks: Tracks, seq: int) -> list[Batch]:
             **common,
             "pid": text.integers(target_pid, n),
             "tid": text.integers(target_tid, n),
-            "ts": text.microseconds_text(started, exact_microseconds(started)),
+            "ts": text.microseconds_text(started),
         },
         n,
     )
@@ -267,7 +266,7 @@ def counter_batches(run: Run, pools: Iterable[Pool], seq: int) -> list[Batch]:
                 "ph": text.strings("C", n),
                 "name": text.strings(COUNTER_NAME, n),
                 "pid": text.integers(pool_pid(pool), n),
-                "ts": text.microseconds_text(times, exact_microseconds(times)),
+                "ts": text.microseconds_text(times),
                 "args": text.obj([(COUNTER_SERIES, text.integers(values, n))], n),
             },
             n,

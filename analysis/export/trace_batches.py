@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tftrace.analysis.export import trace_text as text
-from tftrace.analysis.export.trace_format import SLICE_RANK, Slices, Track, exact_microseconds
+from tftrace.analysis.export.trace_format import SLICE_RANK, Slices, Track
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,6 @@ def slice_batch(slices: Slices, tracks: Tracks, seq: int) -> Batch:
     pid, tid = tracks.of(slices.thread)
     start, end = np.asarray(slices.start_ns, np.int64), np.asarray(slices.end_ns, np.int64)
     length = end - start
-    us, dur = exact_microseconds(start), exact_microseconds(length)
     fields = [(k, _values(v, n)) for k, v in slices.args.items()]
     body = text.event(
         {
@@ -66,8 +65,8 @@ def slice_batch(slices: Slices, tracks: Tracks, seq: int) -> Batch:
             "name": text.strings(slices.names, n),
             "pid": text.integers(pid, n),
             "tid": text.integers(tid, n),
-            "ts": text.microseconds_text(start, us),
-            "dur": text.microseconds_text(length, dur),
+            "ts": text.microseconds_text(start),
+            "dur": text.microseconds_text(length),
             "args": text.obj(fields, n),
         },
         n,

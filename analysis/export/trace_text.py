@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tftrace.analysis.export.trace_format import exact_microseconds
+
 # A column of JSON text, or one text for every row.
 Text: TypeAlias = "pa.LargeStringArray | pa.Scalar"
 
@@ -47,11 +49,12 @@ def integers(values: Any, length: int) -> Text:
     return pc.cast(array, pa.large_string())
 
 
-def microseconds_text(ns: np.ndarray, exact_us: np.ndarray) -> pa.LargeStringArray:
-    """The JSON numbers of ``exact_us`` (trace_format.exact_microseconds of ``ns``): the exact
-    decimal ns / 1000 (it parses to the same float as ``ns / 1000``), and the float's repr
-    where the exact value had to move an ulp."""
+def microseconds_text(ns: np.ndarray) -> pa.LargeStringArray:
+    """The JSON numbers of ``exact_microseconds(ns)``: the exact decimal ns / 1000 (it parses
+    to the same float as ``ns / 1000``), and the float's repr where the value had to move an
+    ulp."""
     ns = np.asarray(ns, dtype=np.int64)
+    exact_us = exact_microseconds(ns)
     magnitude = np.abs(ns)
     sign = pc.if_else(pa.array(ns < 0), _large("-"), _large(""))
     whole = pc.cast(pa.array(magnitude // 1000), pa.large_string())
