@@ -179,6 +179,28 @@ def test_cpu_quota_reads_the_tightest_of_v1_and_v2_hierarchies(tmp_path):
     assert cpu_quota(tmp_path / "absent", root) is None
 
 
+def test_memory_headroom_is_the_tightest_limit_less_usage(tmp_path):
+    from tftrace.tracer.environment import memory_headroom
+
+    root = tmp_path / "cgroup"
+    (root / "app/job").mkdir(parents=True)
+    (root / "app/memory.max").write_text("1000000\n")
+    (root / "app/memory.current").write_text("400000\n")
+    (root / "app/job/memory.max").write_text("max\n")
+    (root / "app/job/memory.current").write_text("300000\n")
+    proc = tmp_path / "cgroup.txt"
+    proc.write_text("0::/app/job\n")
+    assert memory_headroom(proc, root) == 600_000  # the parent's limit binds the child
+    (root / "memory/docker").mkdir(parents=True)
+    (root / "memory/docker/memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (root / "memory/docker/memory.usage_in_bytes").write_text("5000\n")
+    proc.write_text("5:memory:/docker\n")
+    assert memory_headroom(proc, root) is None  # v1 writes "no limit" as about 2**63
+    (root / "memory/docker/memory.limit_in_bytes").write_text("8000\n")
+    assert memory_headroom(proc, root) == 3000
+    assert memory_headroom(tmp_path / "absent", root) is None
+
+
 def _manifest_with_onednn(onednn: object) -> Manifest:
     return Manifest.from_json({"kind": "tftrace-run", "workload": {"onednn": onednn}})
 

@@ -70,20 +70,45 @@ def cpu_quota(
     or v1 (``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``). TF ignores quotas when it sizes
     its pools, which is why they are worth knowing.
     """
+    quotas = _cgroup_limits(proc_cgroup, root, "cpu", _v2_quota, _v1_quota, ("cpu,cpuacct",))
+    return min(quotas) if quotas else None
+
+
+def memory_headroom(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = CGROUP_ROOT
+) -> int | None:
+    """Bytes this process's cgroup may still take (limit - usage, the tightest of it and its
+    ancestors; v2 ``memory.max``/``memory.current`` or v1 ``memory.limit_in_bytes``/
+    ``memory.usage_in_bytes``), or None when unlimited."""
+    room = _cgroup_limits(proc_cgroup, root, "memory", _v2_memory_room, _v1_memory_room)
+    return int(min(room)) if room else None
+
+
+def _cgroup_limits(
+    proc_cgroup: Path,
+    root: Path,
+    controller: str,
+    v2: Callable[[Path], float | None],
+    v1: Callable[[Path], float | None],
+    v1_mounts: tuple[str, ...] = (),
+) -> list[float]:
+    """Every limit ``v2`` or ``v1`` reads in this process's cgroups of ``controller`` and
+    their ancestors."""
     try:
         lines = proc_cgroup.read_text().splitlines()
     except OSError:
-        return None
-    quotas: list[float] = []
+        return []
+    limits: list[float] = []
     for line in lines:
         hierarchy, controllers, path = [*line.split(":", 2), "", ""][:3]
         if hierarchy == "0" and not controllers:
             for base in (root, root / "unified"):
-                quotas += _quotas_up(base, path, _v2_quota)
-        elif "cpu" in controllers.split(","):
-            for base in dict.fromkeys((root / controllers, root / "cpu", root / "cpu,cpuacct")):
-                quotas += _quotas_up(base, path, _v1_quota)
-    return min(quotas) if quotas else None
+                limits += _quotas_up(base, path, v2)
+        elif controller in controllers.split(","):
+            mounts = (controllers, controller, *v1_mounts)
+            for base in dict.fromkeys(root / m for m in mounts):
+                limits += _quotas_up(base, path, v1)
+    return limits
 
 
 def _quotas_up(base: Path, path: str, read: Callable[[Path], float | None]) -> list[float]:
@@ -104,6 +129,27 @@ def _v2_quota(directory: Path) -> float | None:
         return None if quota == "max" else int(quota) / int(period)
     except (OSError, ValueError):
         return None
+
+
+def _v2_memory_room(directory: Path) -> float | None:
+    try:
+        limit = (directory / "memory.max").read_text().strip()
+        used = int((directory / "memory.current").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else max(int(limit) - used, 0)
+
+
+V1_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
+
+
+def _v1_memory_room(directory: Path) -> float | None:
+    try:
+        limit = int((directory / "memory.limit_in_bytes").read_text())
+        used = int((directory / "memory.usage_in_bytes").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if limit >= V1_UNLIMITED else max(limit - used, 0)
 
 
 def _v1_quota(directory: Path) -> float | None:

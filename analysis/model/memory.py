@@ -17,6 +17,7 @@ import resource
 from pathlib import Path
 
 from tftrace.errors import TraceError
+from tftrace.tracer.environment import memory_headroom
 
 # Peak memory of a whole analysis (load, metrics, findings, report) per byte of xplane file,
 # measured on the benchmark's trace, with a margin for traces with more threads and steps.
@@ -49,7 +50,7 @@ def available() -> tuple[int | None, str]:
     meminfo = _meminfo_available()
     if meminfo is not None:
         limits.append((meminfo, "available memory"))
-    cgroup = _cgroup_headroom()
+    cgroup = memory_headroom()
     if cgroup is not None:
         limits.append((cgroup, "the cgroup's memory limit"))
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
@@ -88,18 +89,6 @@ def _meminfo_available() -> int | None:
         return None
     match = re.search(r"^MemAvailable:\s+(\d+) kB", text, re.MULTILINE)
     return int(match.group(1)) * 1024 if match else None
-
-
-def _cgroup_headroom() -> int | None:
-    """memory.max - memory.current of this process's cgroup (v2), where it has a limit."""
-    try:
-        line = Path("/proc/self/cgroup").read_text().splitlines()[0]
-        group = Path("/sys/fs/cgroup") / line.split("::", 1)[1].lstrip("/")
-        limit = (group / "memory.max").read_text().strip()
-        used = int((group / "memory.current").read_text().strip())
-    except (OSError, IndexError, ValueError):
-        return None
-    return None if limit == "max" else max(int(limit) - used, 0)
 
 
 def _vm_size() -> int:
