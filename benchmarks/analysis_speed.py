@@ -30,14 +30,18 @@ machine and are never checked: the exit status is 0.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from large_trace import DEFAULT_STEPS, QUICK_STEPS, cached_trace, default_cache, quiet_env
+from large_trace import (
+    DEFAULT_STEPS,
+    QUICK_STEPS,
+    cached_trace,
+    default_cache,
+    measure_in_child,
+)
 
 METHODS = ("load", "analyze", "report", "tensorboard", "export", "trace_viewer")
 TARGETS = {
@@ -125,18 +129,7 @@ print(json.dumps({"seconds": seconds, "added_kib": peak - base, **extra}))
 
 def measure(method: str, trace: Path) -> dict[str, Any]:
     """One run of ``method`` in a fresh interpreter; {"error": ...} when it could not run."""
-    proc = subprocess.run(
-        [sys.executable, "-c", MEASURE, method, str(trace)],
-        capture_output=True,
-        text=True,
-        env=quiet_env(),
-    )
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-        return {"error": f"child exited with {proc.returncode}: {tail[0][:200]}"}
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return measure_in_child(MEASURE, method, trace)
 
 
 def measure_all(trace: Path, methods: tuple[str, ...], rounds: int) -> dict[str, list[dict]]:

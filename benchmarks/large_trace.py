@@ -12,12 +12,14 @@ which puts this directory on ``sys.path``).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 DEFAULT_STEPS = 17500  # ~2 M events, 55 MB
 QUICK_STEPS = 300  # ~35 k events: a smoke run
@@ -84,3 +86,20 @@ def cached_trace(path: Path | None, steps: int, quick: bool = False) -> Path:
     directory = path or default_cache(quick)
     directory.mkdir(parents=True, exist_ok=True)
     return find_trace(directory) or generate(directory, steps)
+
+
+def measure_in_child(script: str, method: str, trace: Path) -> dict[str, Any]:
+    """Run ``script`` (``python -c``, argv = method, trace) in a fresh interpreter and return
+    the JSON object its last line prints; {"error": ...} when it could not run."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, method, str(trace)],
+        capture_output=True,
+        text=True,
+        env=quiet_env(),
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        return {"error": f"child exited with {proc.returncode}: {tail[0][:200]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result

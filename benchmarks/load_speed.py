@@ -31,15 +31,19 @@ read. Absolute figures depend on the machine and are never checked: the exit sta
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from large_trace import DEFAULT_STEPS, QUICK_STEPS, cached_trace, default_cache, quiet_env
+from large_trace import (
+    DEFAULT_STEPS,
+    QUICK_STEPS,
+    cached_trace,
+    default_cache,
+    measure_in_child,
+)
 
 METHODS = ("parse", "load", "trace_viewer")
 LOAD_OVER_PARSE_TARGET = 2.0
@@ -142,18 +146,7 @@ class Runs:
 
 def measure(method: str, trace: Path) -> dict[str, Any]:
     """One run of ``method`` in a fresh interpreter; {"error": ...} when it could not run."""
-    proc = subprocess.run(
-        [sys.executable, "-c", MEASURE, method, str(trace)],
-        capture_output=True,
-        text=True,
-        env=quiet_env(),
-    )
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-        return {"error": f"child exited with {proc.returncode}: {tail[0][:200]}"}
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
+    return measure_in_child(MEASURE, method, trace)
 
 
 def measure_all(trace: Path, repeats: int) -> dict[str, Runs]:
