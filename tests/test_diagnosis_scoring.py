@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "diagnosis.py"
+from conftest import load_benchmark
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("diagnosis_benchmark", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-d = _load()
+d = load_benchmark("diagnosis")
 
 
 def table(*rows):

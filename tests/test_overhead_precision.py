@@ -3,24 +3,11 @@ confidence interval, and "precise" once it is narrower than the target's margin.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
-PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "record_overhead.py"
+from conftest import load_benchmark
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("record_overhead_benchmark", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-b = _load()
+b = load_benchmark("record_overhead")
 COMP = b.Comparison("(b)", "sampler+pyspy", "plain", 1.03)
 
 
