@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.export.trace_format import Slices, Track, pool_pid
-from tftrace.analysis.metrics.busy import trace_window
+from tftrace.analysis.metrics.busy import pool_of_threads, trace_window
 from tftrace.analysis.metrics.python_time import stack_functions
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -81,8 +81,8 @@ def python_stack_slices(run: Run) -> Slices:
         trace_window(run) if len(run.events) else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
     )
     threads, starts, ends, names, frames, depths = [], [], [], [], [], []
-    pools = run.threads.set_index("thread")["pool"].astype(str)
-    python = run.python[run.python["thread"].map(pools) != Pool.PROFILER.value]
+    pools = pool_of_threads(run, run.python["thread"].to_numpy())
+    python = run.python[np.asarray(pools != Pool.PROFILER.value)]
     for thread, intervals in python.groupby("thread", sort=True):
         for start, end, depth, function, frame in thread_stack_slices(intervals):
             start, end = max(start, lo), min(end, hi)
