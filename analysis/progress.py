@@ -3,7 +3,7 @@
 ``stage("decoding the trace")`` marks the start of a stage; it costs nothing unless a caller
 listens (``reporting(callback)``, a context variable, so that no function between the CLI and
 the decoder needs a parameter for it). The CLI draws a bar from these on a terminal only
-(``commands.progress_bar``); ``tftrace.load`` and ``tftrace.analyze`` print nothing.
+(``commands.stages_bar``); ``tftrace.load`` and ``tftrace.analyze`` print nothing.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def analyze_run(ns: argparse.Namespace) -> Any:
     from tftrace.analysis.progress import ANALYZE_STAGES, LOAD_STAGES
 
     options = analysis_options(ns)
-    with progress_bar(f"analysing {ns.run}", len(LOAD_STAGES) + len(ANALYZE_STAGES), ns):
+    with stages_bar(f"analysing {ns.run}", len(LOAD_STAGES) + len(ANALYZE_STAGES), ns):
         return analyze(_load(ns), **options)
 
 
@@ -90,7 +90,7 @@ def load_run(ns: argparse.Namespace) -> Any:
     progress bar (on a terminal, without --json)."""
     from tftrace.analysis.progress import LOAD_STAGES
 
-    with progress_bar(f"loading {ns.run}", len(LOAD_STAGES), ns):
+    with stages_bar(f"loading {ns.run}", len(LOAD_STAGES), ns):
         return _load(ns)
 
 
@@ -105,7 +105,7 @@ PROGRESS_DELAY_S = float(os.environ.get("TFTRACE_PROGRESS_DELAY_S", "2"))
 
 
 @contextmanager
-def progress_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]:
+def stages_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]:
     """A bar on stderr over the stages that ``analysis.progress.stage`` reports inside the
     block: only where stderr is a terminal and the output is not --json, and only after
     ``PROGRESS_DELAY_S``; it leaves nothing behind."""
