@@ -30,6 +30,8 @@ def test_every_public_name_resolves_and_is_a_user_guide(name: str):
         # a user guide: what goes in, what comes out, and how it is used
         for part in ("Args:", "Returns:", "Example"):
             assert part in doc, f"tftrace.{name}'s docstring has no {part}"
+    else:  # a type: how a value of it is used
+        assert "Example" in doc or "::" in doc, f"tftrace.{name}'s docstring has no example"
     assert name in dir(tftrace)
 
 

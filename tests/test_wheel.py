@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, quiet_env
+from conftest import ROOT, SAMPLE_RUN, quiet_env
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 # What a build reads besides the package folders (pyproject's package-dir names those).
 BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in", "LICENSE")
-SAMPLE_RUN = ROOT / "sample_traces" / "tf-2.21"
 
 
 def setuptools_config(root: Path) -> dict:

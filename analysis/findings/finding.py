@@ -14,7 +14,9 @@ class Severity(str, enum.Enum):
     """How much a finding costs the workload, most severe first.
 
     ``Severity.HIGH`` costs a large share of the analysed window: act on it first.
-    ``Severity.INFO`` is worth knowing, but no time is lost to it.
+    ``Severity.INFO`` is worth knowing, but no time is lost to it. Example::
+
+        urgent = [f for f in analysis.findings if f.severity is tftrace.Severity.HIGH]
     """
 
     HIGH = "high"  # costs a large share of the window; act on it first
@@ -37,7 +39,12 @@ class Expect(str, enum.Enum):
 class AdvisedSetting:
     """The thread setting a finding advises, machine-readable: the intra-op and inter-op pool
     sizes to run with (None keeps the run's own), and what the finding ``expect``s of it.
-    ``tftrace analyze --verify`` runs it beside the run's own setting."""
+    ``tftrace analyze --verify`` runs it beside the run's own setting. Example::
+
+        for f in analysis.findings:
+            if f.setting:  # e.g. AdvisedSetting(intra=1, inter=None, expect=Expect.FASTER)
+                print(f.id, "try intra", f.setting.intra, "inter", f.setting.inter)
+    """
 
     intra: int | None
     inter: int | None
@@ -58,10 +65,15 @@ class Status(str, enum.Enum):
 @dataclass(frozen=True)
 class Verification:
     """A finding's advised setting, timed beside the run's own (fresh, interleaved runs):
-    ``current`` and ``advised`` pool sizes (intra, inter), ``speedup`` = the current median
-    time per step over the advised one (> 1: the advice is faster), with its worst and best
-    case from the two ranges, ``runs`` per setting, the ``status`` and a sentence saying why,
-    and the sweep directory that holds the runs."""
+    ``current`` and ``advised`` pool sizes (intra, inter), ``speedup`` = the median of the
+    pairwise ratios current time / advised time (> 1: the advice is faster), with its worst
+    and best case from the two ranges, ``runs`` per setting, the ``status`` and a sentence
+    saying why (``reason``), and ``output``, the sweep directory that holds the runs. Example::
+
+        for f in tftrace.verify(run, analysis).findings:
+            if f.verification:
+                print(f.id, f.verification.status.value, f.verification.reason)
+    """
 
     status: Status
     current: tuple[int | None, int | None]

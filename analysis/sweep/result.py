@@ -53,6 +53,10 @@ class SweepResult:
     row per timed run; ``verdict`` indexes ``table``. ``recommended`` is the setting to use
     and ``recommendation`` says why in sentences. ``output`` is the sweep directory (with
     ``sweep.json`` and ``speedup.png``), ``options`` what the sweep was asked, as written there.
+    Example::
+
+        result = tftrace.sweep("train.py", intra=[1, 2, 4])
+        print(result.recommended.label(), result.table[["median_s", "speedup"]])
     """
 
     target: list[str]
