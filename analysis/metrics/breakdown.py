@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
-from tftrace.analysis.metrics.intervals import StepFunction, level_changes, sorted_unique
+from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.event_kinds import EventKind
@@ -105,26 +105,33 @@ def indicators(run: Run) -> Indicators:
     )
 
 
-def _raw(intervals: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> StepFunction:
-    """How many of the intervals are open (not merged: only > 0 matters here)."""
-    s, e = np.maximum(intervals[0], lo), np.minimum(intervals[1], hi)
-    keep = e > s
-    s, e = s[keep], e[keep]
-    t = np.concatenate([[lo, hi], s, e]).astype(np.int64)
-    d = np.concatenate([[0, 0], np.ones(len(s)), -np.ones(len(e))]).astype(np.int64)
-    return level_changes(t, d)
-
-
 def _timeline(run: Run, lo: int, hi: int, sig: Indicators) -> tuple[np.ndarray, np.ndarray]:
-    functions = [_raw(getattr(sig, name), lo, hi) for name in _ORDER]
-    edges = sorted_unique(np.concatenate([f.times for f in functions]))
-    if len(edges) < 2 or hi <= lo:
-        return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, len(CATEGORIES) - 1)
-    on = [f.values[np.searchsorted(f.times, edges[:-1], side="right") - 1] > 0 for f in functions]
-    category = np.full(len(edges) - 1, len(CATEGORIES) - 1)
-    for index in reversed(range(len(on))):  # first match wins: assign the first one last
-        category[on[index]] = _CATEGORY_OF[index]
-    return edges, category
+    """Each condition's intervals merged into disjoint ones, whose boundaries then alternate
+    open, closed, open...: after one merge of all boundaries, a condition holds where an odd
+    number of its own boundaries lie behind. Merged, the boundaries are a few sorted runs, so
+    the merge is near-linear, and nested events (an op in a call) add no edges."""
+    idle = len(CATEGORIES) - 1
+    if hi <= lo:
+        return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, idle)
+    times = [np.array([lo, hi], dtype=np.int64)]
+    owner = [np.full(2, -1, dtype=np.int8)]
+    for k, name in enumerate(_ORDER):
+        s, e = union(*clip(*getattr(sig, name), lo, hi))
+        bounds = np.empty(2 * len(s), dtype=np.int64)
+        bounds[0::2], bounds[1::2] = s, e
+        times.append(bounds)
+        owner.append(np.full(len(bounds), k, dtype=np.int8))
+    t, who = np.concatenate(times), np.concatenate(owner)
+    order = np.argsort(t, kind="stable")
+    t, who = t[order], who[order]
+    last = np.ones(len(t), dtype=bool)  # the last boundary at each instant: its state holds
+    np.not_equal(t[1:], t[:-1], out=last[:-1])
+    category = np.full(int(last.sum()) - 1, idle)
+    for k in reversed(range(len(_ORDER))):  # first match wins: assign the first one last
+        mine = who == k
+        if mine.any():
+            category[(np.cumsum(mine) & 1).astype(bool)[last][:-1]] = _CATEGORY_OF[k]
+    return t[last], category
 
 
 @per_run
@@ -153,10 +160,14 @@ def category_timeline(
     if hi <= lo:
         return np.array([lo, max(lo, hi)], dtype=np.int64), np.full(1, idle)
     edges, category = _trace_timeline(run)
-    cut = np.r_[lo, edges[(edges > lo) & (edges < hi)], hi].astype(np.int64)
-    at = np.searchsorted(edges, cut[:-1], side="right") - 1
-    inside = (at >= 0) & (at < len(category))
-    return cut, np.where(inside, category[np.clip(at, 0, len(category) - 1)], idle)
+    # The edges inside the window are one slice: no search per edge.
+    first = int(np.searchsorted(edges, lo, side="right"))  # first edge after lo
+    stop = int(np.searchsorted(edges, hi, side="left"))  # first edge at or after hi
+    cut = np.concatenate([[lo], edges[first:stop], [hi]], dtype=np.int64)
+    before = category[first - 1] if 0 < first <= len(category) else idle
+    inner = category[first : min(stop, len(category))]
+    tail = np.full(max(0, stop - max(first, len(category))), idle)  # past the last edge: idle
+    return cut, np.concatenate([[before], inner, tail]).astype(category.dtype, copy=False)
 
 
 def breakdown(
@@ -185,16 +196,20 @@ def span_breakdowns(
         return out
     lo, hi = trace_window(run)
     lo, hi = min(lo, int(starts.min())), max(hi, int(ends.max()))
-    edges, category = category_timeline(run, (lo, hi), signals)
+    if signals is None and _trace_timeline(run)[0][0] <= lo and hi <= _trace_timeline(run)[0][-1]:
+        edges, category = _trace_timeline(run)  # the spans lie inside it: no cut to copy
+    else:
+        edges, category = category_timeline(run, (lo, hi), signals)
     width = np.diff(edges)
 
     def segment(t: np.ndarray) -> np.ndarray:
         return np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(category) - 1)
 
     i, j = segment(starts), segment(ends)
+    total = np.zeros(len(width) + 1, dtype=np.int64)
     for c in range(len(CATEGORIES)):
         mine = category == c
-        total = np.r_[0, np.cumsum(np.where(mine, width, 0))]  # in c before each edge
+        np.cumsum(np.where(mine, width, 0), out=total[1:])  # in c before each edge
         to_end = total[j] + np.where(mine[j], ends - edges[j], 0)
         to_start = total[i] + np.where(mine[i], starts - edges[i], 0)
         out[:, c] = to_end - to_start

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys, trace_window
-from tftrace.analysis.metrics.intervals import StepFunction, concurrency
+from tftrace.analysis.metrics.intervals import StepFunction, clip, concurrency, union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -90,11 +90,9 @@ def pool_step_function(
     """c(t) for the pool over the window, and busy ns per thread."""
     lo, hi = window or trace_window(run)
     intervals = busy_intervals(run, pool_thread_keys(run, pool))
-    f = concurrency([s for s, _ in intervals.values()], [e for _, e in intervals.values()], lo, hi)
-    per_thread = {
-        t: int(concurrency([s], [e], lo, hi).integral_at(np.array([hi]))[0])
-        for t, (s, e) in intervals.items()
-    }
+    merged = {t: union(*clip(s, e, lo, hi)) for t, (s, e) in intervals.items()}
+    f = concurrency([s for s, _ in merged.values()], [e for _, e in merged.values()], lo, hi)
+    per_thread = {t: int((e - s).sum()) for t, (s, e) in merged.items()}
     return f, per_thread
 
 

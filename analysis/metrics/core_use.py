@@ -230,14 +230,14 @@ def _per_thread(frame: pd.DataFrame, lo: int, hi: int) -> StepFunction:
     )
 
 
-def _waiting_in_full_pool(
-    run: Run, concurrency_of: dict[Pool, PoolConcurrency], lo: int, hi: int, at: np.ndarray
-) -> np.ndarray:
-    """A closure of the inter- or intra-op pool is scheduled, not started, while every thread
-    of its pool is busy: the pool is the limit."""
+def _full_pool(
+    run: Run, concurrency_of: dict[Pool, PoolConcurrency], lo: int, hi: int
+) -> StepFunction:
+    """1 while a closure of the inter- or intra-op pool is scheduled, not started, and every
+    thread of its pool is busy (the pool is the limit), else 0; over [lo, hi]."""
     regions = run.regions.dropna(subset=["scheduled_ns"])
     pools = pool_of_threads(run, regions["thread"].to_numpy())
-    out = np.zeros(len(at), dtype=bool)
+    parts = []
     for pool in (Pool.INTER_OP, Pool.INTRA_OP):
         c = concurrency_of.get(pool)
         mine = regions[np.asarray(pools == pool.value)]
@@ -246,8 +246,17 @@ def _waiting_in_full_pool(
         queued = concurrency(
             [mine["scheduled_ns"].to_numpy(np.int64)], [mine["start_ns"].to_numpy()], lo, hi
         )
-        out |= (_at(queued, at) > 0) & (_at(c.function, at) >= c.size)
-    return out
+        parts.append((queued, c.function, c.size))
+    times = sorted_unique(
+        np.concatenate(
+            [np.array([lo, hi], dtype=np.int64)] + [f.times for q, b, _ in parts for f in (q, b)]
+        )
+    )
+    at = times[:-1]
+    full = np.zeros(len(at), dtype=bool)
+    for queued, busy, size in parts:
+        full |= (_at(queued, at) > 0) & (_at(busy, at) >= size)
+    return StepFunction(times, full.astype(np.int64))
 
 
 def _causes_of_instants(
@@ -260,12 +269,14 @@ def _causes_of_instants(
     get_next = ev[starts_with(ev["name"], ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
     waits = _per_thread(get_next, lo, hi)
     running = _per_thread(ops, lo, hi)
-    edges = sorted_unique(np.r_[cat_edges, waits.times, running.times])
+    full_pool = _full_pool(run, concurrency_of, lo, hi)
+    # every step function sampled below changes only at these edges
+    edges = sorted_unique(np.r_[cat_edges, waits.times, running.times, full_pool.times])
     edges = edges[(edges >= lo) & (edges <= hi)]
     at = edges[:-1]
     cat = category[np.clip(np.searchsorted(cat_edges, at, side="right") - 1, 0, len(category) - 1)]
     n_ops = _at(running, at)
-    full = _waiting_in_full_pool(run, concurrency_of, lo, hi, at)
+    full = _at(full_pool, at) > 0
     on_ops = (cat == _CATEGORY["intra-op parallel"]) | (cat == _CATEGORY["op, intra idle"])
     cause = np.full(len(at), _UNEXPLAINED, dtype=object)
     rules = [  # first match wins: assign the first one last
@@ -353,7 +364,7 @@ def core_use(
     idle = np.maximum(cores - busy, 0.0)
     queued = np.minimum(idle, wait)  # runnable threads that did not get the idle cores
     cause_edges, cause = _causes_of_instants(run, lo, hi, ops, concurrency_of)
-    edges = sorted_unique(np.r_[cause_edges, grid])
+    edges = sorted_unique(np.r_[cause_edges, grid, f.times])  # where anything sampled changes
     at, width = edges[:-1], np.diff(edges).astype(np.float64)
     tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
     cause_at = cause[np.clip(np.searchsorted(cause_edges, at, side="right") - 1, 0, len(cause) - 1)]

@@ -16,7 +16,9 @@ def sorted_unique(t: np.ndarray) -> np.ndarray:
     """The distinct values of ``t``, sorted (np.unique's hashing is several times slower on the
     millions of int64 edges of a long trace than a sort and a mask)."""
     t = np.sort(t, kind="stable")
-    return t[np.r_[True, t[1:] != t[:-1]]] if len(t) else t
+    keep = np.ones(len(t), dtype=bool)
+    np.not_equal(t[1:], t[:-1], out=keep[1:])
+    return t[keep]
 
 
 def level_changes(t: np.ndarray, d: np.ndarray) -> StepFunction:
@@ -24,7 +26,8 @@ def level_changes(t: np.ndarray, d: np.ndarray) -> StepFunction:
     time add up), starting at 0 before the first time."""
     order = np.argsort(t, kind="stable")
     t, d = t[order], d[order]
-    last = np.r_[t[1:] != t[:-1], True] if len(t) else np.zeros(0, dtype=bool)
+    last = np.ones(len(t), dtype=bool)
+    np.not_equal(t[1:], t[:-1], out=last[:-1])
     level = np.cumsum(d)[last]
     return StepFunction(t[last].astype(np.int64), level[:-1].astype(np.int64))
 

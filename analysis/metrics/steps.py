@@ -23,6 +23,7 @@ import pandas as pd
 from tftrace.analysis.metrics.breakdown import CATEGORIES, span_breakdowns
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -151,10 +152,8 @@ def _top_level(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
     out = []
     ops = op_events(run)
-    calls = ops[
-        (ops["thread"] == main)
-        & ops["op_type"].astype(str).str.startswith(INFERENCE_FUNCTION_PREFIX)
-    ]
+    mine = ops[ops["thread"].to_numpy() == main]
+    calls = mine[starts_with(mine["op_type"], INFERENCE_FUNCTION_PREFIX)]
     functions = calls["op_type"].astype(str).str.rsplit("_", n=1).str[0]
     for name, group in calls.groupby(functions):
         out.append(

@@ -41,6 +41,8 @@ FLOW_STATS = {
     "pt": PRODUCER_TYPE_STAT,
     "ct": CONSUMER_TYPE_STAT,
 }
+# The decoded event columns the host tables are built from.
+HOST_EVENT_COLUMNS = ("metadata_id", "offset_ps", "duration_ps", "num_occurrences")
 _EPOCH_NS = 10**17  # a line timestamp this large is already ns since the epoch
 
 
