@@ -37,7 +37,8 @@ ANALYZE_STAGES = (
 
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+        return trim
     except (AttributeError, OSError):  # not glibc: its allocator returns memory its own way
         return None
 

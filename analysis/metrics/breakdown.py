@@ -116,7 +116,8 @@ def _timeline(run: Run, lo: int, hi: int, sig: Indicators) -> tuple[np.ndarray, 
     times = [np.array([lo, hi], dtype=np.int64)]
     owner = [np.full(2, -1, dtype=np.int8)]
     for k, name in enumerate(_ORDER):
-        s, e = union(*clip(*getattr(sig, name), lo, hi))
+        start, end = getattr(sig, name)
+        s, e = union(*clip(start, end, lo, hi))
         bounds = np.empty(2 * len(s), dtype=np.int64)
         bounds[0::2], bounds[1::2] = s, e
         times.append(bounds)
