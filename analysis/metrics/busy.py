@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
@@ -72,6 +73,13 @@ def _busy_by_thread(run: Run) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         int(k): (start[cuts[i] : cuts[i + 1]], end[cuts[i] : cuts[i + 1]])
         for i, k in enumerate(keys)
     }
+
+
+@per_run
+def merged_busy(run: Run, lo: int, hi: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Every thread's busy intervals cut to [lo, hi] and merged (disjoint, sorted), by thread
+    key; a thread with none is absent."""
+    return {t: union(*clip(s, e, lo, hi)) for t, (s, e) in _busy_by_thread(run).items()}
 
 
 def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:

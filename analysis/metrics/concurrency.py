@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import busy_intervals, pool_thread_keys, trace_window
-from tftrace.analysis.metrics.intervals import StepFunction, clip, concurrency, union
+from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys, trace_window
+from tftrace.analysis.metrics.intervals import StepFunction, count_open
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -89,11 +89,10 @@ def pool_step_function(
 ) -> tuple[StepFunction, dict[int, int]]:
     """c(t) for the pool over the window, and busy ns per thread."""
     lo, hi = window or trace_window(run)
-    intervals = busy_intervals(run, pool_thread_keys(run, pool))
-    merged = {t: union(*clip(s, e, lo, hi)) for t, (s, e) in intervals.items()}
-    f = concurrency([s for s, _ in merged.values()], [e for _, e in merged.values()], lo, hi)
+    busy, none = merged_busy(run, lo, hi), np.zeros(0, dtype=np.int64)
+    merged = {int(t): busy.get(int(t), (none, none)) for t in pool_thread_keys(run, pool)}
     per_thread = {t: int((e - s).sum()) for t, (s, e) in merged.items()}
-    return f, per_thread
+    return count_open(merged.values(), lo, hi), per_thread
 
 
 def pool_concurrency(

@@ -21,9 +21,16 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
-from tftrace.analysis.metrics.busy import busy_intervals, pool_of_threads, pool_thread_keys
+from tftrace.analysis.metrics.busy import merged_busy, pool_of_threads, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
-from tftrace.analysis.metrics.intervals import StepFunction, concurrency, sorted_unique
+from tftrace.analysis.metrics.intervals import (
+    StepFunction,
+    clip,
+    concurrency,
+    count_open,
+    sorted_unique,
+    union,
+)
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.pools import Pool
@@ -203,18 +210,17 @@ def _trace_busy(run: Run, lo: int, hi: int, ops: pd.DataFrame) -> StepFunction:
     (not their calls: a thread inside a tf.function call waits for the executor)."""
     python = _python_threads(run)
     workers = [
-        t
+        int(t)
         for t, p in zip(run.threads["thread"], run.threads["pool"].astype(str), strict=True)
         if int(t) not in python and p != Pool.PROFILER.value
     ]
-    intervals = busy_intervals(run, workers)
-    starts = [s for s, _ in intervals.values()]
-    ends = [e for _, e in intervals.values()]
-    for thread in python:
-        mine = ops[ops["thread"] == thread]
-        starts.append(mine["start_ns"].to_numpy())
-        ends.append(mine["end_ns"].to_numpy())
-    return concurrency(starts, ends, lo, hi)
+    busy = merged_busy(run, lo, hi)
+    merged = [busy[t] for t in workers if t in busy]
+    thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
+    for t in python:
+        mine = thread == t
+        merged.append(union(*clip(start[mine], end[mine], lo, hi)))
+    return count_open(merged, lo, hi)
 
 
 def _at(f: StepFunction, t: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ busy time, the time spent at each level, and averages over any bins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,12 +78,22 @@ def concurrency(starts: list[np.ndarray], ends: list[np.ndarray], lo: int, hi: i
     One (start, end) pair of arrays per thread; each thread's own intervals are merged
     first, so a thread counts once however its events nest.
     """
-    edges_t, edges_d = [np.array([lo, hi], dtype=np.int64)], [np.zeros(2, dtype=np.int64)]
-    for s, e in zip(starts, ends, strict=True):
-        s, e = union(*clip(s, e, lo, hi))
-        edges_t += [s, e]
-        edges_d += [np.ones(len(s), dtype=np.int64), -np.ones(len(e), dtype=np.int64)]
-    return level_changes(np.concatenate(edges_t), np.concatenate(edges_d))
+    merged = (union(*clip(s, e, lo, hi)) for s, e in zip(starts, ends, strict=True))
+    return count_open(merged, lo, hi)
+
+
+def count_open(merged: Iterable[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) -> StepFunction:
+    """How many of the interval sets are open at each moment of [lo, hi], for sets already
+    merged (``union``) and inside [lo, hi]: each set's boundaries alternate open, close."""
+    times, deltas = [np.array([lo, hi], dtype=np.int64)], [np.zeros(2, dtype=np.int64)]
+    for s, e in merged:
+        bounds = np.empty(2 * len(s), dtype=np.int64)
+        bounds[0::2], bounds[1::2] = s, e
+        step = np.ones(len(bounds), dtype=np.int64)
+        step[1::2] = -1
+        times.append(bounds)
+        deltas.append(step)
+    return level_changes(np.concatenate(times), np.concatenate(deltas))
 
 
 def first_match_ns(sets: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) -> np.ndarray:

@@ -184,9 +184,12 @@ def clip_ops(ops: pd.DataFrame, window: tuple[int, int]) -> pd.DataFrame:
     """The ops that overlap ``window``, their duration and Eigen busy time cut to it (the op's
     parallelism kept: its Eigen time in the window is taken in proportion)."""
     lo, hi = window
-    ops = ops[(ops["end_ns"] > lo) & (ops["start_ns"] < hi)]
-    whole = (ops["end_ns"] - ops["start_ns"]).to_numpy()
-    inside = np.minimum(ops["end_ns"].to_numpy(), hi) - np.maximum(ops["start_ns"].to_numpy(), lo)
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    overlap = (end > lo) & (start < hi)
+    if not overlap.all():
+        ops, start, end = ops[overlap], start[overlap], end[overlap]
+    whole = end - start
+    inside = np.minimum(end, hi) - np.maximum(start, lo)
     kept = np.where(whole > 0, inside / np.maximum(whole, 1), 1.0)
     return ops.assign(duration_ns=inside, eigen_busy_ns=ops["eigen_busy_ns"].to_numpy() * kept)
 
@@ -200,8 +203,8 @@ def top_op_types(
     """Op types by total time (in ``window`` if given), with the parallelism they achieved
     (duration-weighted)."""
     ops = op_table(run) if table is None else table
-    if window is not None:
-        ops = clip_ops(ops, window)
+    if window is not None:  # only the columns summed below: a cut copies what it keeps
+        ops = clip_ops(ops[["op_type", "start_ns", "end_ns", "eigen_busy_ns"]], window)
     if ops.empty:
         return pd.DataFrame(
             columns=[

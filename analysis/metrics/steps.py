@@ -154,7 +154,10 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
     ops = op_events(run)
     mine = ops[ops["thread"].to_numpy() == main]
     calls = mine[starts_with(mine["op_type"], INFERENCE_FUNCTION_PREFIX)]
-    functions = calls["op_type"].astype(str).str.rsplit("_", n=1).str[0]
+    # "__inference_step_171" -> "__inference_step": once per distinct name, not per call
+    types = calls["op_type"].astype("category").cat.remove_unused_categories()
+    stems = types.cat.categories.astype(str).str.rsplit("_", n=1).str[0].to_numpy()
+    functions = pd.Series(stems[types.cat.codes.to_numpy()], index=calls.index, dtype=object)
     for name, group in calls.groupby(functions):
         out.append(
             (
@@ -163,10 +166,11 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
                 group["end_ns"].to_numpy(),
             )
         )
-    called = set(functions.str[len(INFERENCE_FUNCTION_PREFIX) :])
+    called = {stem[len(INFERENCE_FUNCTION_PREFIX) :] for stem in stems}
     ev = run.events
     notes = ev[(ev["thread"] == main) & (ev["kind"] == EventKind.ANNOTATION.value)]
-    for name, group in notes.groupby(notes["name"].astype(str)):
+    names = notes["name"].astype("category").cat.remove_unused_categories()
+    for name, group in notes.groupby(names, observed=True):
         # TF's own annotation of a tf.function call bears the function's name
         what = "tf.function" if name in called else "annotation"
         out.append((f"{what} {name}", group["start_ns"].to_numpy(), group["end_ns"].to_numpy()))
