@@ -19,10 +19,10 @@ from pathlib import Path
 from tftrace.errors import TraceError
 from tftrace.tracer.environment import memory_headroom
 
-# Peak memory per byte of xplane file: analyze, report and tensorboard took 7.3-9.4x on the
-# benchmark's 55 MB trace (benchmarks/analysis_speed.py); 12 leaves a margin for traces with
+# Peak memory per byte of xplane file: analyze, report and tensorboard took 5.1-5.7x on the
+# benchmark's 55 MB trace (benchmarks/analysis_speed.py); 8 leaves a margin for traces with
 # more threads and steps. Export takes more (2.0 GB there, 37x) and is not covered.
-BYTES_PER_TRACE_BYTE = 12.0
+BYTES_PER_TRACE_BYTE = 8.0
 ENV_LIMIT = "TFTRACE_MEMORY_LIMIT"
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
