@@ -21,8 +21,9 @@ trace in a scratch directory (so that nothing is written beside the cached trace
 
 Printed, with the issue's targets: analyze / load (<= 3), trace_viewer / analyze (>= 10),
 report, tensorboard and export / analyze (<= 2), analyze's added peak memory per host event
-(<= 200 bytes), and with ``--scale K`` the same trace recorded with K times the steps:
-analyze's time there over here (<= 1.2 K: linear). Medians over the rounds; rounds interleave
+(<= 200 bytes), and with ``--scale K`` the trace laid end to end K times (K times the events
+and steps; ``large_trace.replicated_trace`` says why it is not recorded): analyze's time there
+over here (<= 1.2 K: linear). Medians over the rounds; rounds interleave
 the methods so that a slow patch of the machine hits all of them. Absolute times depend on the
 machine and are never checked: the exit status is 0.
 """
@@ -41,6 +42,7 @@ from large_trace import (
     cached_trace,
     default_cache,
     measure_in_child,
+    replicated_trace,
 )
 
 METHODS = ("load", "analyze", "report", "tensorboard", "export", "trace_viewer")
@@ -82,7 +84,10 @@ def cli(*args):
     return run
 
 def load():
+    from tftrace.analysis.model.memory import small_pages
     from tftrace.analysis.model.run import load
+
+    small_pages()  # as the command line does before it loads
 
     def run(scratch, trace):
         return {"host_events": len(load(trace).events)}
@@ -203,10 +208,8 @@ def main() -> int:
     trace = cached_trace(None, args.steps, args.quick)
     base = report(trace, measure_all(trace, methods, rounds))
     if args.scale > 1:
-        steps = args.steps * args.scale
-        big = cached_trace(
-            default_cache(args.quick).with_name(f"tftrace-xplane-bench-{steps}"), steps
-        )
+        cache = default_cache(args.quick)
+        big = replicated_trace(trace, args.scale, cache.with_name(f"{cache.name}-x{args.scale}"))
         scaled = report(big, measure_all(big, ("load", "analyze"), rounds))
         if base.get("analyze") and scaled.get("analyze"):
             q = scaled["analyze"] / base["analyze"]

@@ -88,6 +88,53 @@ def cached_trace(path: Path | None, steps: int, quick: bool = False) -> Path:
     return find_trace(directory) or generate(directory, steps)
 
 
+def replicated_trace(source: Path, copies: int, directory: Path) -> Path:
+    """``source`` laid end to end ``copies`` times, cached in ``directory``.
+
+    Recording K times the steps does not work: TF's profiler holds every event in memory until
+    it stops, and 175,000 steps of the workload filled a 24 GB machine. So each host line's
+    events are repeated, each copy shifted by the trace's span; the flow ids of a copy (the
+    ``_p``/``_c`` stats that join a Record to its region) are made its own, so that every copy
+    pairs as the original does. K copies are K times the events and steps of the same workload.
+    """
+    cached = find_trace(directory)
+    if cached is not None:
+        return cached
+    print(f"building {copies} copies of {source} end to end ...", flush=True)
+    t0 = time.perf_counter()
+    from tftrace.analysis.xplane.schema import XSpace
+
+    space = XSpace.FromString(source.read_bytes())
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        flows = {k for k, m in plane.stat_metadata.items() if m.name in ("_p", "_c")}
+        starts = [ln.timestamp_ns * 1000 + ev.offset_ps for ln in plane.lines for ev in ln.events]
+        ends = [
+            ln.timestamp_ns * 1000 + ev.offset_ps + ev.duration_ps
+            for ln in plane.lines
+            for ev in ln.events
+        ]
+        span_ps = max(ends) - min(starts) + 1_000_000  # and a microsecond between copies
+        for line in plane.lines:
+            originals = list(line.events)
+            for k in range(1, copies):
+                for event in originals:
+                    copy = line.events.add()
+                    copy.CopyFrom(event)
+                    copy.offset_ps += k * span_ps
+                    for stat in copy.stats:
+                        if stat.metadata_id in flows:
+                            field = stat.WhichOneof("value")
+                            setattr(stat, field, getattr(stat, field) ^ (k << 48))
+            line.duration_ps = line.duration_ps + (copies - 1) * span_ps
+    out = directory / "plugins" / "profile" / "replicated" / "vm.xplane.pb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(space.SerializeToString())
+    print(f"  done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return out
+
+
 def measure_in_child(script: str, method: str, trace: Path) -> dict[str, Any]:
     """Run ``script`` (``python -c``, argv = method, trace) in a fresh interpreter and return
     the JSON object its last line prints; {"error": ...} when it could not run."""

@@ -4,6 +4,8 @@ and what to do, exit 2, and nothing of the run touched."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,22 @@ def test_a_trace_too_large_is_one_line_and_exit_2(tmp_path: Path):
         assert len(lines) == 1 and lines[0].startswith("tftrace: error: "), proc.stderr
         assert "needs about" in lines[0] and f"{ENV_LIMIT} leaves 102.4 kB" in lines[0]
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("env", "advised"), [({}, "False"), ({"NUMPY_MADVISE_HUGEPAGE": "1"}, "True")]
+)
+def test_small_pages_turns_off_numpys_huge_page_advice_unless_the_user_set_it(env, advised):
+    """In a fresh interpreter (it changes numpy for the whole process)."""
+    probe = (
+        "import numpy as np\n"
+        "from tftrace.analysis.model.memory import small_pages\n"
+        "small_pages()\n"
+        "print(np._core.multiarray._get_madvise_hugepage())\n"
+    )
+    environ = {k: v for k, v in quiet_env().items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**environ, **env}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [advised]

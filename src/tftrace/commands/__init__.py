@@ -95,8 +95,10 @@ def load_run(ns: argparse.Namespace) -> Any:
 
 
 def _load(ns: argparse.Namespace) -> Any:
+    from tftrace.analysis.model.memory import small_pages
     from tftrace.analysis.model.run import load
 
+    small_pages()
     return load(ns.run, session=ns.session)
 
 
