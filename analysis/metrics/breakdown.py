@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
-from tftrace.analysis.metrics.intervals import clip, union
+from tftrace.analysis.metrics.intervals import boundaries, clip, union
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.event_kinds import EventKind
@@ -117,9 +117,7 @@ def _timeline(run: Run, lo: int, hi: int, sig: Indicators) -> tuple[np.ndarray, 
     owner = [np.full(2, -1, dtype=np.int8)]
     for k, name in enumerate(_ORDER):
         start, end = getattr(sig, name)
-        s, e = union(*clip(start, end, lo, hi))
-        bounds = np.empty(2 * len(s), dtype=np.int64)
-        bounds[0::2], bounds[1::2] = s, e
+        bounds = boundaries(*union(*clip(start, end, lo, hi)))
         times.append(bounds)
         owner.append(np.full(len(bounds), k, dtype=np.int8))
     t, who = np.concatenate(times), np.concatenate(owner)
@@ -197,8 +195,9 @@ def span_breakdowns(
         return out
     lo, hi = trace_window(run)
     lo, hi = min(lo, int(starts.min())), max(hi, int(ends.max()))
-    if signals is None and _trace_timeline(run)[0][0] <= lo and hi <= _trace_timeline(run)[0][-1]:
-        edges, category = _trace_timeline(run)  # the spans lie inside it: no cut to copy
+    whole = _trace_timeline(run) if signals is None else None
+    if whole is not None and whole[0][0] <= lo and hi <= whole[0][-1]:
+        edges, category = whole  # the spans lie inside it: no cut to copy
     else:
         edges, category = category_timeline(run, (lo, hi), signals)
     width = np.diff(edges)

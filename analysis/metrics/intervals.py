@@ -82,13 +82,19 @@ def concurrency(starts: list[np.ndarray], ends: list[np.ndarray], lo: int, hi: i
     return count_open(merged, lo, hi)
 
 
+def boundaries(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The boundaries of merged intervals in time order: start, end, start, end, ..."""
+    bounds = np.empty(2 * len(start), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = start, end
+    return bounds
+
+
 def count_open(merged: Iterable[tuple[np.ndarray, np.ndarray]], lo: int, hi: int) -> StepFunction:
     """How many of the interval sets are open at each moment of [lo, hi], for sets already
     merged (``union``) and inside [lo, hi]: each set's boundaries alternate open, close."""
     times, deltas = [np.array([lo, hi], dtype=np.int64)], [np.zeros(2, dtype=np.int64)]
     for s, e in merged:
-        bounds = np.empty(2 * len(s), dtype=np.int64)
-        bounds[0::2], bounds[1::2] = s, e
+        bounds = boundaries(s, e)
         step = np.ones(len(bounds), dtype=np.int64)
         step[1::2] = -1
         times.append(bounds)
