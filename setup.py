@@ -1,4 +1,5 @@
-"""Only the optional C extension; all metadata is in pyproject.toml (setuptools merges them)."""
+"""Only the optional C extensions (the trace decoder, the export's JSON writer); all metadata
+is in pyproject.toml (setuptools merges them)."""
 
 from setuptools import Extension, setup
 
@@ -9,6 +10,12 @@ setup(
             ["analysis/xplane/_wire.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "tftrace.analysis.export._events",
+            ["analysis/export/_events.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

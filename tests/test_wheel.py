@@ -110,8 +110,8 @@ def test_wheel_installs_and_analyzes_outside_the_source_tree(tmp_path: Path):
     }
     assert not modules - names, f"missing from the wheel: {sorted(modules - names)}"
     assert any(p.startswith("tftrace/analysis/") and p.count("/") > 2 for p in modules)
-    extension = "tftrace/analysis/xplane/_wire" + sysconfig.get_config_var("EXT_SUFFIX")
-    assert extension in names
+    for extension in ("tftrace/analysis/xplane/_wire", "tftrace/analysis/export/_events"):
+        assert extension + sysconfig.get_config_var("EXT_SUFFIX") in names
 
     env = quiet_env()
     env.pop("PYTHONPATH", None)
@@ -123,8 +123,11 @@ def test_wheel_installs_and_analyzes_outside_the_source_tree(tmp_path: Path):
             fresh / "bin" / "python",
             "-c",
             "import importlib.util, json, tftrace, tftrace.analysis.xplane.decode as d;"
+            "import tftrace.analysis.export.trace_fields as f;"
             "wire = importlib.util.find_spec('tftrace.analysis.xplane._wire').origin;"
-            "print(json.dumps([d.native_available(), tftrace.__file__, wire]))",
+            "events = importlib.util.find_spec('tftrace.analysis.export._events').origin;"
+            "print(json.dumps([d.native_available() and f.native_available(),"
+            " tftrace.__file__, wire, events]))",
         ],
         cwd=where,
         env=env,

@@ -1,6 +1,6 @@
 """Trace events as columns before the one sort: a ``Batch`` of keys (time, -length, rank,
-sequence) and JSON texts, built from ``Slices`` with each thread's pid and tid looked up for a
-whole column at once (``trace.py`` assembles the trace from these)."""
+sequence) and the events' fields, built from ``Slices`` with each thread's pid and tid looked
+up for a whole column at once (``trace.py`` assembles the trace from these)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from tftrace.analysis.export import trace_text as text
+from tftrace.analysis.export.trace_fields import EventColumns, Int, Micros, Obj, Str, Value
 from tftrace.analysis.export.trace_format import SLICE_RANK, Slices, Track
 
 
 @dataclass(frozen=True)
 class Batch:
     """Events as columns before the one sort: keys (time, -length, rank, sequence) and the
-    JSON text of each event."""
+    events' fields."""
 
     at_ns: np.ndarray
     neg_length: np.ndarray
     rank: int
     seq: np.ndarray
-    text: pa.LargeStringArray
+    events: EventColumns
 
 
 class Tracks:
@@ -40,16 +39,16 @@ class Tracks:
         return self.pid[at], self.tid[at]
 
 
-def _values(value: Any, n: int) -> text.Text:
-    """Args values as JSON text: integers stay numbers, anything else is a string."""
+def _value(value: Any) -> Value:
+    """Args values: integers stay numbers, anything else is a string."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return text.integers(value, n)
+        return Int(value)
     if isinstance(value, str):
-        return text.strings(value, n)
+        return Str(value)
     dtype = getattr(value, "dtype", None)
     if dtype is not None and pd.api.types.is_integer_dtype(dtype):
-        return text.integers(value, n)
-    return text.strings(value, n)
+        return Int(value)
+    return Str(value)
 
 
 def slice_batch(slices: Slices, tracks: Tracks, seq: int) -> Batch:
@@ -57,18 +56,14 @@ def slice_batch(slices: Slices, tracks: Tracks, seq: int) -> Batch:
     pid, tid = tracks.of(slices.thread)
     start, end = np.asarray(slices.start_ns, np.int64), np.asarray(slices.end_ns, np.int64)
     length = end - start
-    fields = [(k, _values(v, n)) for k, v in slices.args.items()]
-    body = text.event(
-        {
-            "ph": text.strings("X", n),
-            "cat": text.strings(slices.cat, n),
-            "name": text.strings(slices.names, n),
-            "pid": text.integers(pid, n),
-            "tid": text.integers(tid, n),
-            "ts": text.microseconds_text(start),
-            "dur": text.microseconds_text(length),
-            "args": text.obj(fields, n),
-        },
-        n,
-    )
-    return Batch(start, -length, SLICE_RANK, seq + np.arange(n), body)
+    fields: list[tuple[str, Value]] = [
+        ("ph", Str("X")),
+        ("cat", Str(slices.cat)),
+        ("name", Str(slices.names)),
+        ("pid", Int(pid)),
+        ("tid", Int(tid)),
+        ("ts", Micros(start)),
+        ("dur", Micros(length)),
+        ("args", Obj([(k, _value(v)) for k, v in slices.args.items()])),
+    ]
+    return Batch(start, -length, SLICE_RANK, seq + np.arange(n), EventColumns(n, fields))
