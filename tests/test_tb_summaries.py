@@ -335,3 +335,17 @@ def test_many_steps_become_at_most_max_points() -> None:
     assert points["duration_ns"].iloc[0] == pytest.approx(2_000_000.0)
     assert points["duration_ns"].mean() == pytest.approx(table["duration_ns"].mean(), rel=1e-3)
     assert step_points(table.head(10)).equals(table.head(10))
+
+
+@pytest.mark.parametrize("size", [0, 1, 60, 70_000])
+def test_record_framing_is_tensorboards(size: int) -> None:
+    import io
+
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    from tftrace.analysis.render.tensorboard import _record
+
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    buffer = io.BytesIO()
+    RecordWriter(buffer).write(data)
+    assert _record(data) == buffer.getvalue()
