@@ -249,7 +249,7 @@ def draw_breakdown(bars: pd.DataFrame) -> Figure:
     low, high = y - BAR_HALF_HEIGHT, y + BAR_HALF_HEIGHT
     corners = np.stack([np.c_[x0, low], np.c_[x1, low], np.c_[x1, high], np.c_[x0, high]], axis=1)
     colours = [_category_colour(c) for c in bars["category"]]
-    ax.add_collection(PolyCollection(corners, facecolors=colours, edgecolors="none"))
+    ax.add_collection(PolyCollection(list(corners), facecolors=colours, edgecolors="none"))
     for r in bars[bars["share"] >= 0.06].itertuples():
         ax.text(r.mid, r.bar, f"{r.share:.0%}", ha="center", va="center", fontsize=8)
     ax.set_yticks(labels["bar"].to_list(), labels=labels["label"].to_list(), parse_math=False)
