@@ -101,11 +101,8 @@ def _key(key: str | None) -> bytes | None:
 
 
 def _codes_and_table(values: Any) -> tuple[np.ndarray, list[bytes]]:
-    column = pd.Series(values, copy=False)
-    if not isinstance(column.dtype, pd.CategoricalDtype):
-        column = column.astype("category")
-    table = [json.dumps(str(c)).encode() for c in column.cat.categories]
-    return np.ascontiguousarray(column.cat.codes.to_numpy(), dtype=np.int32), table
+    codes, escaped = text.string_codes(values)
+    return np.ascontiguousarray(codes, dtype=np.int32), [e.encode() for e in escaped]
 
 
 def _ops(key: str | None, value: Value, rows: int) -> list[tuple[Any, ...]]:

@@ -29,15 +29,20 @@ def strings(values: Any, length: int) -> Text:
     one string for every row); each distinct value is escaped once. Missing values: null."""
     if isinstance(values, str):
         return pa.scalar(json.dumps(values), pa.large_string())
-    column = pd.Series(values, copy=False)
-    if not isinstance(column.dtype, pd.CategoricalDtype):
-        column = column.astype("category")
-    escaped = [json.dumps(str(c)) for c in column.cat.categories]
-    codes = column.cat.codes.to_numpy()
+    codes, escaped = string_codes(values)
     table = pa.array([*escaped, None], pa.large_string())
     out = table.take(pa.array(np.where(codes < 0, len(escaped), codes)))
     assert len(out) == length
     return out
+
+
+def string_codes(values: Any) -> tuple[np.ndarray, list[str]]:
+    """(code per row, -1 where missing; the JSON literal of each distinct value): a column of
+    strings as a table of literals, each escaped once."""
+    column = pd.Series(values, copy=False)
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype("category")
+    return column.cat.codes.to_numpy(), [json.dumps(str(c)) for c in column.cat.categories]
 
 
 def integers(values: Any, length: int) -> Text:
