@@ -35,17 +35,30 @@ _TYPECODES = {
 }
 
 
-def parse_stat(text: str) -> tuple[str, str, int, int, int, int]:
-    """(comm, state, utime, stime, starttime, processor) from a /proc stat line.
+# Fields of a stat line after the name's ')', from 0 (field 3, state): utime is field 14,
+# stime 15, starttime 22, processor 39 (proc(5)).
+STATE, UTIME, STIME, STARTTIME, PROCESSOR = 0, 11, 12, 19, 36
 
-    The name sits in parentheses and may itself contain spaces or ')'.
-    """
-    open_paren = text.index("(")
-    close_paren = text.rindex(")")
-    comm = text[open_paren + 1 : close_paren]
-    fields = text[close_paren + 2 :].split()
-    # fields[0] is field 3 (state); utime=14, stime=15, starttime=22, processor=39
-    return comm, fields[0], int(fields[11]), int(fields[12]), int(fields[19]), int(fields[36])
+
+def split_stat(raw: bytes) -> tuple[bytes, list[bytes]]:
+    """(the line up to the name's closing ')', the fields after it). The name sits in
+    parentheses and may itself contain spaces or ')'."""
+    close = raw.rindex(b")")
+    return raw[:close], raw[close + 2 :].split()
+
+
+def parse_stat(text: str) -> tuple[str, str, int, int, int, int]:
+    """(comm, state, utime, stime, starttime, processor) from a /proc stat line."""
+    head, fields = split_stat(text.encode())
+    comm = head[head.index(b"(") + 1 :].decode(errors="replace")
+    return (
+        comm,
+        fields[STATE].decode(),
+        int(fields[UTIME]),
+        int(fields[STIME]),
+        int(fields[STARTTIME]),
+        int(fields[PROCESSOR]),
+    )
 
 
 class _ThreadFiles:
@@ -155,16 +168,16 @@ class OsThreadSampler:
                 continue  # exited between listdir and read
             if not stat:
                 continue
-            close = stat.rindex(b")")
-            fields = stat[close + 2 :].split()
-            if stat[:close] != files.head:  # new thread, or renamed
-                files.head = stat[:close]
-                self._saw(tid, parse_stat(stat.decode(errors="replace")), now)
+            head, fields = split_stat(stat)
+            if head != files.head:  # new thread, or renamed
+                files.head = head
+                self._saw(tid, head, int(fields[STARTTIME]), now)
+            self.threads[tid]["last_seen_ns"] = now
             t_ns(now)
             tid_col(tid)
-            state_col(fields[0][0])
-            utime_col(int(fields[11]))
-            stime_col(int(fields[12]))
+            state_col(fields[STATE][0])
+            utime_col(int(fields[UTIME]))
+            stime_col(int(fields[STIME]))
             if sched:
                 cpu_ns(int(sched[0]))
                 wait_ns(int(sched[1]))
@@ -173,18 +186,15 @@ class OsThreadSampler:
                 cpu_ns(-1)
                 wait_ns(-1)
                 slices(-1)
-            cpu_col(int(fields[36]))
-        for tid in tids:
-            info = self.threads.get(tid)
-            if info is not None:
-                info["last_seen_ns"] = now
+            cpu_col(int(fields[PROCESSOR]))
         self._forget_exited(set(tids))
         self._samples += 1
         return True
 
-    def _saw(self, tid: int, stat: tuple[str, str, int, int, int, int], now: int) -> None:
-        """A thread seen for the first time, or under a new name."""
-        comm, _, _, _, starttime, _ = stat
+    def _saw(self, tid: int, head: bytes, starttime: int, now: int) -> None:
+        """A thread seen for the first time, or under a new name (``head``: its stat line up
+        to the name's closing ')')."""
+        comm = head[head.index(b"(") + 1 :].decode(errors="replace")
         info = self.threads.get(tid)
         if info is None:
             self.threads[tid] = {
