@@ -72,10 +72,10 @@ def _figure(height_in: float) -> Figure:
     return fig
 
 
-def _text_px(fig: Figure, texts: Iterable[str], size: float | None = None) -> float:
-    """The widest of ``texts`` in pixels, as drawn at ``size`` points (default: the rc size)."""
+def _text_px(fig: Figure, texts: Iterable[str]) -> float:
+    """The widest of ``texts`` in pixels, as drawn at the rc font size."""
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    font = FontProperties(size=size)
+    font = FontProperties()
     widths = [renderer.get_text_width_height_descent(t, font, ismath=False)[0] for t in texts]
     return max(widths, default=0.0)
 
@@ -97,6 +97,11 @@ def _margins(
         bottom=bottom_px / height,
         **spacing,
     )
+
+
+def _labels_px(fig: Figure, labels: Iterable[str]) -> float:
+    """Room for tick labels to the left of the axes (the widest, its pad and a margin)."""
+    return _text_px(fig, labels) + TICK_PAD_PX + RIGHT_PAD_PX
 
 
 def _legend_px(fig: Figure, labels: Iterable[str]) -> float:
@@ -194,7 +199,7 @@ def draw_timeline(timeline: pd.DataFrame) -> Figure:
     ax.set_title(title, loc="left")
     ax.set_xlabel(TIME_LABEL)
     ax.grid(axis="x", alpha=0.3)
-    _margins(fig, _text_px(fig, rows["label"]) + TICK_PAD_PX + RIGHT_PAD_PX)
+    _margins(fig, _labels_px(fig, rows["label"]))
     return fig
 
 
@@ -259,8 +264,7 @@ def draw_breakdown(bars: pd.DataFrame) -> Figure:
     ax.set_title(title, loc="left")
     handles = [Patch(color=_category_colour(c), label=c) for c in categories]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    left = _text_px(fig, labels["label"]) + TICK_PAD_PX + RIGHT_PAD_PX
-    _margins(fig, left, _legend_px(fig, categories))
+    _margins(fig, _labels_px(fig, labels["label"]), _legend_px(fig, categories))
     return fig
 
 
