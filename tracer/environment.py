@@ -143,21 +143,28 @@ def _v2_memory_room(directory: Path) -> float | None:
 V1_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1
 
 
-def _v1_memory_room(directory: Path) -> float | None:
+def _v1_integers(directory: Path, *names: str) -> list[int] | None:
+    """The integer in each of the files ``names`` (cgroup v1 keeps one value per file); None
+    when one is missing or not an integer."""
     try:
-        limit = int((directory / "memory.limit_in_bytes").read_text())
-        used = int((directory / "memory.usage_in_bytes").read_text())
+        return [int((directory / name).read_text()) for name in names]
     except (OSError, ValueError):
         return None
+
+
+def _v1_memory_room(directory: Path) -> float | None:
+    values = _v1_integers(directory, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    if values is None:
+        return None
+    limit, used = values
     return None if limit >= V1_UNLIMITED else max(limit - used, 0)
 
 
 def _v1_quota(directory: Path) -> float | None:
-    try:
-        quota = int((directory / "cpu.cfs_quota_us").read_text())
-        period = int((directory / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
+    values = _v1_integers(directory, "cpu.cfs_quota_us", "cpu.cfs_period_us")
+    if values is None:
         return None
+    quota, period = values
     return quota / period if quota > 0 and period > 0 else None
 
 
