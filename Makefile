@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest install clean browser
 
-$(STAMP): pyproject.toml setup.py analysis/xplane/_wire.c analysis/export/_events.c
+$(STAMP): pyproject.toml setup.py analysis/xplane/_wire.c analysis/export/_events.c tracer/_procstat.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[cpu,dev]"

@@ -1,4 +1,4 @@
-"""The package as users get it: the built wheel holds every sub-package and the C decoder.
+"""The package as users get it: the built wheel holds every sub-package and its C extensions.
 
 The editable install finds any module under the mapped folders, so a sub-package missing from
 pyproject's package list would pass every other test and still be absent from the wheel.
@@ -110,7 +110,11 @@ def test_wheel_installs_and_analyzes_outside_the_source_tree(tmp_path: Path):
     }
     assert not modules - names, f"missing from the wheel: {sorted(modules - names)}"
     assert any(p.startswith("tftrace/analysis/") and p.count("/") > 2 for p in modules)
-    for extension in ("tftrace/analysis/xplane/_wire", "tftrace/analysis/export/_events"):
+    for extension in (
+        "tftrace/analysis/xplane/_wire",
+        "tftrace/analysis/export/_events",
+        "tftrace/tracer/_procstat",
+    ):
         assert extension + sysconfig.get_config_var("EXT_SUFFIX") in names
 
     env = quiet_env()
@@ -123,11 +127,12 @@ def test_wheel_installs_and_analyzes_outside_the_source_tree(tmp_path: Path):
             fresh / "bin" / "python",
             "-c",
             "import importlib.util, json, tftrace, tftrace.analysis.xplane.decode as d;"
-            "import tftrace.analysis.export.trace_fields as f;"
+            "import tftrace.analysis.export.trace_fields as f, tftrace.tracer.os_sampler as s;"
             "wire = importlib.util.find_spec('tftrace.analysis.xplane._wire').origin;"
             "events = importlib.util.find_spec('tftrace.analysis.export._events').origin;"
-            "print(json.dumps([d.native_available() and f.native_available(),"
-            " tftrace.__file__, wire, events]))",
+            "procstat = importlib.util.find_spec('tftrace.tracer._procstat').origin;"
+            "print(json.dumps([d.native_available() and f.native_available()"
+            " and s._procstat is not None, tftrace.__file__, wire, events, procstat]))",
         ],
         cwd=where,
         env=env,

@@ -16,23 +16,32 @@ import threading
 import time
 from array import array
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .rundir import OS_THREADS_TABLE, write_json_atomic
 from .sources import SourceState, SourceStatus
 
 COLUMNS = ("t_ns", "tid", "state", "utime", "stime", "cpu_ns", "wait_ns", "slices", "cpu")
-_TYPECODES = {
-    "t_ns": "q",
-    "tid": "l",
-    "state": "b",
-    "utime": "q",
-    "stime": "q",
-    "cpu_ns": "q",
-    "wait_ns": "q",
-    "slices": "q",
-    "cpu": "l",
-}
+# Rows are kept as int64 while sampling (the C reader writes them so); on disk each column has
+# its own type.
+_DTYPES = {c: "int8" if c == "state" else "int64" for c in COLUMNS}
+
+
+def _load_reader() -> ModuleType | None:
+    """The C reader (``_procstat.c``), or None where it was not built (no compiler at install)."""
+    try:
+        from tftrace.tracer import _procstat  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if getattr(_procstat, "ABI", None) != _PROCSTAT_ABI:
+        return None  # a stale build from an older source
+    module: ModuleType = _procstat
+    return module
+
+
+_PROCSTAT_ABI = 1
+_procstat = _load_reader()
 
 
 # Fields of a stat line after the name's ')', from 0 (field 3, state): utime is field 14,
@@ -81,17 +90,27 @@ class _ThreadFiles:
 class OsThreadSampler:
     name = "os_sampler"
 
-    def __init__(self, out_dir: Path, hz: float, flush_every_s: float = 5.0) -> None:
+    def __init__(
+        self, out_dir: Path, hz: float, flush_every_s: float = 5.0, native: bool = True
+    ) -> None:
         self.out_dir = out_dir
         self.period_s = 1.0 / hz
         self.hz = hz
         self.flush_every_s = flush_every_s
+        self._reader = _procstat if native else None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._names: list[str] = []  # the task directory's listing the open files are for
+        self._links = 0  # its link count then
+        self._missed = False  # a thread of the listing could not be read in the last sample
         self._files: dict[int, _ThreadFiles] = {}
+        self._order: list[int] = []  # tids read each sample, in listing order
+        self._fds = array("i")  # for the C reader: stat and schedstat fd of each of _order
+        self._tids = array("q")
+        self._heads = b""  # the C reader's head hashes of the last sample
         self.threads: dict[int, dict[str, Any]] = {}
-        self._cols = {c: array(_TYPECODES[c]) for c in COLUMNS}
+        self._rows = array("q")  # len(COLUMNS) int64 per thread and sample
         self._chunks = 0
         self._samples = 0
         self._late = 0
@@ -130,66 +149,102 @@ class OsThreadSampler:
             self._cpu_s = time.thread_time()
 
     def sample_once(self) -> bool:
-        """One reading of every thread. The loop is the sampler's whole cost (it runs beside
-        the workload, 100 times a second): bytes are split, not decoded, a thread's name is
-        parsed only when its raw text changes, and the columns' ``append`` methods are bound
-        once."""
+        """One reading of every thread. This is the sampler's whole cost (it runs beside the
+        workload, 100 times a second): the thread list is read only when it may have changed,
+        files are opened once per thread, and the C reader reads them all with the GIL
+        released."""
         task_root = f"/proc/{self._pid}/task"
         try:
-            tids = [int(t) for t in os.listdir(task_root)]
+            # 2 + the number of threads: listing the directory costs 8 times more, so it is
+            # listed only when this changes or a thread could not be read (it exited, and
+            # another may have been born in the same interval).
+            links = os.stat(task_root).st_nlink
+            if links != self._links or self._missed:
+                names = os.listdir(task_root)
+                self._links = links
+                if names != self._names:
+                    self._open_threads(task_root, names)
         except OSError:
             return False
         now = time.monotonic_ns()
-        cols = self._cols
-        t_ns, tid_col, state_col = cols["t_ns"].append, cols["tid"].append, cols["state"].append
-        utime_col, stime_col, cpu_col = (
-            cols["utime"].append,
-            cols["stime"].append,
-            cols["cpu"].append,
-        )
-        cpu_ns, wait_ns, slices = (
-            cols["cpu_ns"].append,
-            cols["wait_ns"].append,
-            cols["slices"].append,
-        )
-        pread = os.pread
-        for tid in tids:
-            files = self._files.get(tid)
-            if files is None:
+        before = len(self._rows)
+        if self._reader is not None:
+            rows, heads = self._reader.read_threads(self._fds, self._tids, now)
+            self._rows.frombytes(rows)
+            if heads != self._heads:
+                self._check_heads(heads, now)
+        else:
+            self._read_python(now)
+        self._missed = len(self._rows) - before < len(self._order) * len(COLUMNS)
+        self._samples += 1
+        return True
+
+    def _open_threads(self, task_root: str, names: list[str]) -> None:
+        """Open the files of new threads, close those of exited ones."""
+        self._names = names
+        live = [int(n) for n in names]
+        for tid in live:
+            if tid not in self._files:
                 try:
-                    files = _ThreadFiles(f"{task_root}/{tid}")
+                    self._files[tid] = _ThreadFiles(f"{task_root}/{tid}")
                 except OSError:
+                    continue  # exited since the listing
+        self._forget_exited(set(live))
+        self._order = [tid for tid in live if tid in self._files]
+        fds = array("i")
+        for tid in self._order:
+            files = self._files[tid]
+            fds.extend((files.stat, -1 if files.schedstat is None else files.schedstat))
+        self._fds, self._tids, self._heads = fds, array("q", self._order), b""
+
+    def _check_heads(self, heads: bytes, now: int) -> None:
+        """The C reader saw a new thread, or a renamed one: read its name here."""
+        old = self._heads
+        for i, tid in enumerate(self._order):
+            head = heads[8 * i : 8 * i + 8]
+            if head != old[8 * i : 8 * i + 8] and head != bytes(8):
+                try:
+                    stat = os.pread(self._files[tid].stat, 1024, 0)
+                    name_head, fields = split_stat(stat)
+                except (OSError, ValueError):
                     continue
-                self._files[tid] = files
+                self._saw(tid, name_head, int(fields[STARTTIME]), now)
+        self._heads = heads
+
+    def _read_python(self, now: int) -> None:
+        """The C reader's work, where it was not built: the same rows."""
+        pread, extend = os.pread, self._rows.extend
+        for tid in self._order:
+            files = self._files[tid]
             try:
                 stat = pread(files.stat, 1024, 0)
-                sched = pread(files.schedstat, 128, 0).split() if files.schedstat else None
+                sched = (
+                    pread(files.schedstat, 128, 0).split() if files.schedstat is not None else []
+                )
             except OSError:
-                continue  # exited between listdir and read
-            if not stat:
+                continue  # exited since the listing
+            if b")" not in stat:
                 continue
             head, fields = split_stat(stat)
+            if len(fields) <= PROCESSOR:
+                continue
             if head != files.head:  # new thread, or renamed
                 files.head = head
                 self._saw(tid, head, int(fields[STARTTIME]), now)
-            self.threads[tid]["last_seen_ns"] = now
-            t_ns(now)
-            tid_col(tid)
-            state_col(fields[STATE][0])
-            utime_col(int(fields[UTIME]))
-            stime_col(int(fields[STIME]))
-            if sched:
-                cpu_ns(int(sched[0]))
-                wait_ns(int(sched[1]))
-                slices(int(sched[2]))
-            else:
-                cpu_ns(-1)
-                wait_ns(-1)
-                slices(-1)
-            cpu_col(int(fields[PROCESSOR]))
-        self._forget_exited(set(tids))
-        self._samples += 1
-        return True
+            on_cpu, waited, slices = map(int, sched[:3]) if len(sched) >= 3 else (-1, -1, -1)
+            extend(
+                (
+                    now,
+                    tid,
+                    fields[STATE][0],
+                    int(fields[UTIME]),
+                    int(fields[STIME]),
+                    on_cpu,
+                    waited,
+                    slices,
+                    int(fields[PROCESSOR]),
+                )
+            )
 
     def _saw(self, tid: int, head: bytes, starttime: int, now: int) -> None:
         """A thread seen for the first time, or under a new name (``head``: its stat line up
@@ -212,21 +267,31 @@ class OsThreadSampler:
     def _forget_exited(self, live: set[int]) -> None:
         for tid in [t for t in self._files if t not in live]:
             self._files.pop(tid).close()
-            self.threads[tid]["exited"] = True
+            if tid in self.threads:  # not if it was never read
+                self.threads[tid]["exited"] = True
 
     def _flush(self) -> None:
-        if not len(self._cols["t_ns"]):
+        if not len(self._rows):
             return
         import numpy as np  # lazily: the recorder starts without heavy imports
 
-        arrays = {
-            c: np.frombuffer(self._cols[c], dtype=self._cols[c].typecode).copy() for c in COLUMNS
-        }
+        table = np.frombuffer(self._rows, dtype=np.int64).reshape(-1, len(COLUMNS))
+        arrays = {c: table[:, i].astype(_DTYPES[c]) for i, c in enumerate(COLUMNS)}
+        self._note_last_seen(arrays["tid"], arrays["t_ns"])
         path = self.out_dir / f"samples-{self._chunks:05d}.npz"
         np.savez(path, **arrays)  # type: ignore[arg-type]
         self._chunks += 1
-        self._cols = {c: array(_TYPECODES[c]) for c in COLUMNS}
+        self._rows = array("q")
         write_json_atomic(self.out_dir.parent / OS_THREADS_TABLE, self._table())
+
+    def _note_last_seen(self, tids: Any, times: Any) -> None:
+        """Each thread's last row in the chunk (rows are in time order) is its last sighting."""
+        import numpy as np
+
+        unique, from_end = np.unique(tids[::-1], return_index=True)
+        for tid, i in zip(unique.tolist(), from_end.tolist(), strict=True):
+            if tid in self.threads:
+                self.threads[tid]["last_seen_ns"] = int(times[len(times) - 1 - i])
 
     def _table(self) -> dict[str, Any]:
         return {
@@ -252,6 +317,7 @@ class OsThreadSampler:
             "late_ticks": self._late,
             "chunks": self._chunks,
             "cpu_seconds": round(self._cpu_s, 4),
+            "reader": "c" if self._reader is not None else "python",
         }
         if self._error:
             return SourceStatus(SourceState.FAILED, self._error, details)
