@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +155,29 @@ def test_a_process_that_is_gone_ends_the_sampling(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     assert not _sampler(tmp_path, proc.pid, native=False).sample_once()
+
+
+@needs_c
+def test_the_identity_watchers_wait_returns_when_the_threads_change_and_not_before():
+    def wait(signature: int, timeout_s: float) -> tuple[int, float]:
+        started = time.monotonic()
+        found = os_sampler._procstat.wait_for_threads(
+            "/proc/self/task", signature, 0.005, timeout_s
+        )
+        return found, time.monotonic() - started
+
+    now, _ = wait(0, 5.0)
+    assert now != 0  # no signature yet: returns at once with this one
+    same, waited = wait(now, 0.2)
+    assert same == now and waited >= 0.2  # nothing changed: the timeout
+
+    leave = threading.Event()
+    born = threading.Thread(target=leave.wait)
+    born.start()
+    with_born, waited = wait(now, 5.0)
+    assert with_born != now and waited < 1.0
+    leave.set()
+    after, waited = wait(with_born, 5.0)  # returns when it exits, well before the timeout
+    assert after != with_born and waited < 1.0
+    born.join()
+    assert wait(after, 0.0)[0] == now  # the same threads as at first: the same signature

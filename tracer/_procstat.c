@@ -16,6 +16,12 @@
  *   heads bytes: one uint64 per thread, a hash of its stat line up to the name's closing ')'
  *         (it changes when the thread is renamed); 0 where the thread was not read
  *
+ * wait_for_threads(task_dir, signature, interval_s, timeout_s) -> signature
+ *   For the thread-identity watcher inside the workload: lists task_dir (/proc/self/task) every
+ *   interval_s, with the GIL released, and returns as soon as the list of threads differs
+ *   from the one `signature` stands for (0: none yet), or after timeout_s. The watcher polled
+ *   this in Python 200 times a second, and each poll took the GIL from the workload's thread.
+ *
  * Fields follow proc(5); after the name's ')' the state is field 3, utime 14, stime 15,
  * processor 39. schedstat is "on-cpu ns, run-queue wait ns, timeslices".
  */
@@ -23,12 +29,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dirent.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bumped when the Python side must change with this file (a stale build is then ignored). */
-#define PROCSTAT_ABI 1
+#define PROCSTAT_ABI 2
 #define ROW 9
 #define STAT_MAX 1024
 #define SCHED_MAX 128
@@ -140,7 +148,56 @@ done:
     return result;
 }
 
+/* A hash of the names in a directory, in the order listed (/proc lists tasks by tid); 0 when
+ * it cannot be read. */
+static uint64_t listing_signature(const char *path) {
+    DIR *dir = opendir(path);
+    if (!dir) return 0;
+    uint64_t h = 1469598103934665603ULL;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        for (const char *c = entry->d_name; *c; c++) {
+            h ^= (unsigned char)*c;
+            h *= 1099511628211ULL;
+        }
+        h ^= '/';
+        h *= 1099511628211ULL;
+    }
+    closedir(dir);
+    return h | 1;
+}
+
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static PyObject *wait_for_threads(PyObject *self, PyObject *args) {
+    const char *path;
+    unsigned long long signature;
+    double interval_s, timeout_s;
+    if (!PyArg_ParseTuple(args, "sKdd", &path, &signature, &interval_s, &timeout_s)) return NULL;
+    if (!(interval_s > 0) || !(timeout_s >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "wait_for_threads: interval must be > 0");
+        return NULL;
+    }
+    uint64_t now_sig = 0;
+    Py_BEGIN_ALLOW_THREADS
+    double deadline = monotonic_s() + timeout_s;
+    struct timespec pause = {(time_t)interval_s, (long)((interval_s - (time_t)interval_s) * 1e9)};
+    for (;;) {
+        now_sig = listing_signature(path);
+        if (now_sig != signature || monotonic_s() >= deadline) break;
+        nanosleep(&pause, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    return PyLong_FromUnsignedLongLong(now_sig);
+}
+
 static PyMethodDef methods[] = {
+    {"wait_for_threads", wait_for_threads, METH_VARARGS,
+     "wait_for_threads(task_dir, signature, interval_s, timeout_s) -> signature: see the source."},
     {"read_threads", read_threads, METH_VARARGS,
      "read_threads(fds, tids, now) -> (rows, heads): see the module's source."},
     {NULL, NULL, 0, NULL},

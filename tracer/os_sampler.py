@@ -16,9 +16,9 @@ import threading
 import time
 from array import array
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from .procstat import native as _procstat
 from .rundir import OS_THREADS_TABLE, write_json_atomic
 from .sources import SourceState, SourceStatus
 
@@ -26,22 +26,6 @@ COLUMNS = ("t_ns", "tid", "state", "utime", "stime", "cpu_ns", "wait_ns", "slice
 # Rows are kept as int64 while sampling (the C reader writes them so); on disk each column has
 # its own type.
 _DTYPES = {c: "int8" if c == "state" else "int64" for c in COLUMNS}
-
-
-def _load_reader() -> ModuleType | None:
-    """The C reader (``_procstat.c``), or None where it was not built (no compiler at install)."""
-    try:
-        from tftrace.tracer import _procstat  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    if getattr(_procstat, "ABI", None) != _PROCSTAT_ABI:
-        return None  # a stale build from an older source
-    module: ModuleType = _procstat
-    return module
-
-
-_PROCSTAT_ABI = 1
-_procstat = _load_reader()
 
 
 # Fields of a stat line after the name's ')', from 0 (field 3, state): utime is field 14,

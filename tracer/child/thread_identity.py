@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tftrace.analysis.model.vocabulary import is_tf_library
+from tftrace.tracer.procstat import native as procstat
 
 from .thread_descriptors import (
     Layout,
@@ -208,14 +209,19 @@ class IdentityWatcher:
 
     A thread's descriptor (tid, start routine, TF's name for it) is complete before
     the thread runs, so one poll interval is enough; tf.data threads may live for
-    only ~10 ms, hence the short interval (a listdir costs tens of microseconds).
-    Python thread names are refreshed on every poll: a thread joins
+    only ~10 ms, hence the short interval. The polls run in C with the GIL released
+    (``_procstat.wait_for_threads``): a poll in Python, 200 times a second, took the GIL
+    from the workload's own thread each time. Python thread names are refreshed whenever
+    the C wait returns (at least every ``refresh_s``): a thread joins
     ``threading.enumerate()`` only once it runs, after its descriptor was read.
     """
 
-    def __init__(self, recorder: IdentityRecorder, interval_s: float = 0.005) -> None:
+    def __init__(
+        self, recorder: IdentityRecorder, interval_s: float = 0.005, refresh_s: float = 0.1
+    ) -> None:
         self.recorder = recorder
         self._interval = interval_s
+        self._refresh = refresh_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tftrace-identity", daemon=True)
 
@@ -225,7 +231,14 @@ class IdentityWatcher:
     def _run(self) -> None:
         self.recorder.snapshot()  # calibrates on this thread, whose start routine is known
         seen = set(self.recorder.threads)
-        while not self._stop.wait(self._interval):
+        signature = 0
+        while not self._stop.is_set():
+            if procstat is not None:
+                signature = procstat.wait_for_threads(
+                    "/proc/self/task", signature, self._interval, self._refresh
+                )
+            elif self._stop.wait(self._interval):
+                break
             try:
                 live = {int(t) for t in os.listdir("/proc/self/task")}
             except OSError:
