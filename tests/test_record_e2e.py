@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -35,6 +36,9 @@ def test_eager_matmul_pools_sized_by_env(record):
     assert m["pools"]["inter_op"]["size"] == 2
     assert m["env"]["TF_NUM_INTRAOP_THREADS"] == "3"
     assert {s["state"] for s in m["sources"].values()} == {"recorded"}
+    assert (
+        m["sources"]["pyspy"]["scheduling"] == m["sources"]["os_sampler"]["scheduling"] == "batch"
+    )
     assert "4 products of 800x800" in (done.run / "workload/stdout.log").read_text()
     assert "4 products of 800x800" in done.stdout  # streamed live as well as kept
 
@@ -112,6 +116,9 @@ def test_sampler_cpu_time_matches_the_threads_own_clock(record):
     assert np.all(np.diff(cols["t_ns"][mine]) > 0)
     names = {t["tid"]: t for t in done.json("thread_identity.json")["threads"]}
     assert names[tid]["python_name"] == "burner"
+    # The sampler yields to the workload (SCHED_BATCH); the workload keeps the normal policy.
+    assert done.manifest()["sources"]["os_sampler"]["scheduling"] == "batch"
+    assert f"WORKLOAD_POLICY={os.SCHED_OTHER}" in done.stdout
 
 
 def test_profiler_window_delay_and_duration(record):

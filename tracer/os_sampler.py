@@ -18,6 +18,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from .priority import policy_name
 from .procstat import native as _procstat
 from .rundir import OS_THREADS_TABLE, write_json_atomic
 from .sources import SourceState, SourceStatus
@@ -99,6 +100,7 @@ class OsThreadSampler:
         self._samples = 0
         self._late = 0
         self._cpu_s = 0.0  # the sampler thread's own CPU time: its cost, by the kernel's count
+        self._policy = "unknown"  # its scheduling policy (see priority.py)
         self._error: str | None = None
 
     def availability(self) -> str | None:
@@ -110,6 +112,7 @@ class OsThreadSampler:
         self._thread.start()
 
     def _run(self) -> None:
+        self._policy = policy_name()
         next_t = time.monotonic()
         last_flush = next_t
         try:
@@ -302,6 +305,7 @@ class OsThreadSampler:
             "chunks": self._chunks,
             "cpu_seconds": round(self._cpu_s, 4),
             "reader": "c" if self._reader is not None else "python",
+            "scheduling": self._policy,
         }
         if self._error:
             return SourceStatus(SourceState.FAILED, self._error, details)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .environment import clock_anchor
+from .priority import policy_name
 from .sources import SourceState, SourceStatus
 
 
@@ -51,6 +52,7 @@ class PySpySource:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._anchor: dict[str, int] | None = None
+        self._policy = "unknown"  # its scheduling policy (see priority.py)
 
     def availability(self) -> str | None:
         if self.executable is None:
@@ -91,6 +93,7 @@ class PySpySource:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        self._policy = policy_name(self._proc.pid)
 
     def stop(self, timeout_s: float = 30.0) -> SourceStatus:
         """Called after the workload exited: py-spy notices, writes its trace and ends."""
@@ -112,6 +115,7 @@ class PySpySource:
             "rate": self.rate,
             "native": self.native,
             "nonblocking": not self.blocking,
+            "scheduling": self._policy,
             "start_anchor": self._anchor,
             "exit_code": proc.returncode,
             "cpu_seconds": None if cpu_s is None else round(cpu_s, 4),

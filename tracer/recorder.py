@@ -22,6 +22,7 @@ from .environment import clock_anchor
 from .manifest_reader import Manifest
 from .options import DEFAULT_RUNS_DIR, RecordOptions
 from .os_sampler import OsThreadSampler
+from .priority import yielding_to_the_workload
 from .pyspy import PySpySource
 from .rundir import RunDir
 from .sources import SourceState, SourceStatus
@@ -153,10 +154,12 @@ def record(options: RecordOptions) -> RecordResult:
         for tee in tees:
             tee.start()
         if use_sampler:
-            sampler.start(proc.pid)
+            with yielding_to_the_workload():
+                sampler.start(proc.pid)
         ready = _wait_ready(ready_r, proc)
         if use_pyspy:
-            use_pyspy = _start_pyspy(pyspy, proc.pid, ready, statuses)
+            with yielding_to_the_workload():
+                use_pyspy = _start_pyspy(pyspy, proc.pid, ready, statuses)
         returncode = _wait(proc, interrupts, options.stop_grace_s)
         for tee in tees:
             tee.join()

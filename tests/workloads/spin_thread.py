@@ -1,5 +1,6 @@
 """A named Python thread that burns a known amount of CPU (by the thread's own clock)."""
 
+import os
 import threading
 import time
 
@@ -17,3 +18,4 @@ worker = threading.Thread(target=burn, name="burner")
 worker.start()
 worker.join()
 print(f"BURNER_TID={worker.native_id}")
+print(f"WORKLOAD_POLICY={os.sched_getscheduler(0)}")  # the recorder's own policy must not leak
