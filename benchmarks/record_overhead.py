@@ -55,20 +55,26 @@ import argparse
 import importlib.util
 import json
 import math
-import os
-import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-WORKLOAD = Path(__file__).resolve().parent / "workloads" / "overhead_workload.py"
+from overhead_runs import (
+    CONFIGS,
+    WORKLOAD,
+    Config,
+    RunFailed,
+    host,
+    median_ci,
+    run_config,
+    tail,
+)
+
 FULL_WORKLOAD_ARGS: tuple[str, ...] = ()  # the workload's defaults: ~4 s of steady state
 QUICK_WORKLOAD_ARGS = (
     "--steps=200",
@@ -78,20 +84,7 @@ QUICK_WORKLOAD_ARGS = (
     "--big-every=10",
 )
 DEFAULT_REPEATS = 5
-RUN_TIMEOUT_S = 900.0
 SECONDS_LINE = re.compile(r"^WORKLOAD_SECONDS=([0-9.eE+-]+)\s*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Config:
-    name: str
-    record_flags: tuple[str, ...] | None  # None: plain ``python``, no tftrace
-    sources: tuple[str, ...]  # sources the run manifest must show as recorded
-
-    def describe(self) -> str:
-        if self.record_flags is None:
-            return "python overhead_workload.py"
-        return " ".join(("tftrace record", *self.record_flags))
 
 
 @dataclass(frozen=True)
@@ -102,13 +95,6 @@ class Comparison:
     target: float
 
 
-CONFIGS = (
-    Config("plain", None, ()),
-    Config("sampler", ("--no-tf-profiler", "--no-pyspy"), ("os_sampler",)),
-    Config("sampler+pyspy", ("--no-tf-profiler",), ("os_sampler", "pyspy")),
-    Config("tf-profiler", ("--no-pyspy", "--no-sampler"), ("tf_profiler",)),
-    Config("all", (), ("tf_profiler", "os_sampler", "pyspy")),
-)
 COMPARISONS = (
     Comparison("(a)", "sampler", "plain", 1.02),
     Comparison("(b)", "sampler+pyspy", "plain", 1.03),
@@ -122,10 +108,6 @@ class Measurement:
     process_s: float
     problems: list[str] = field(default_factory=list)  # expected sources that did not record
     source_cpu_s: dict[str, float] = field(default_factory=dict)  # kernel-counted, per source
-
-
-class RunFailed(Exception):
-    """A run exited non-zero or printed no WORKLOAD_SECONDS line."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -160,54 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    env["PYTHONUNBUFFERED"] = "1"  # as tftrace record sets it for its workload
-    return env
-
-
-def command(config: Config, workload_args: tuple[str, ...], run_dir: Path) -> list[str]:
-    workload = [str(WORKLOAD), *workload_args]
-    if config.record_flags is None:
-        return [sys.executable, *workload]
-    flags = [*config.record_flags, "-o", str(run_dir)]
-    return [sys.executable, "-m", "tftrace", "record", *flags, *workload]
-
-
 def parse_workload_seconds(stdout: str) -> float | None:
     matches = SECONDS_LINE.findall(stdout)
     return float(matches[-1]) if matches else None
-
-
-def source_problems(run_dir: Path, expected: tuple[str, ...]) -> list[str]:
-    """Expected sources that the run's manifest does not show as recorded."""
-    if not expected:
-        return []
-    try:
-        sources = json.loads((run_dir / "manifest.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError) as e:
-        return [f"manifest unreadable: {e}"]
-    problems = []
-    for name in expected:
-        status = sources.get(name) or {}
-        if status.get("state") != "recorded":
-            reason = status.get("reason") or "no reason given"
-            problems.append(f"{name} {status.get('state', 'missing')}: {reason}")
-    return problems
-
-
-def source_cpu_seconds(run_dir: Path) -> dict[str, float]:
-    """CPU seconds the sampler and py-spy used themselves, as the manifest reports them."""
-    try:
-        sources = json.loads((run_dir / "manifest.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError):
-        return {}
-    return {
-        name: float(status["cpu_seconds"])
-        for name, status in sources.items()
-        if isinstance(status.get("cpu_seconds"), (int, float))
-    }
 
 
 def render_source_cpu(results: dict[str, list[Measurement]]) -> list[str]:
@@ -228,35 +165,17 @@ def render_source_cpu(results: dict[str, list[Measurement]]) -> list[str]:
     return lines
 
 
-def tail(text: str, lines: int = 15) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
 def run_once(
     config: Config, workload_args: tuple[str, ...], scratch: Path, index: int
 ) -> Measurement:
-    run_dir = scratch / f"run-{index:03d}-{config.name}"
-    cmd = command(config, workload_args, run_dir)
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, env=run_env(), cwd=scratch, timeout=RUN_TIMEOUT_S
-    )
-    process_s = time.perf_counter() - t0
-    try:
-        seconds = parse_workload_seconds(proc.stdout)
-        if proc.returncode != 0 or seconds is None:
-            raise RunFailed(
-                f"{config.name} run failed (exit {proc.returncode}): {' '.join(cmd)}\n"
-                f"--- stdout ---\n{tail(proc.stdout)}\n--- stderr ---\n{tail(proc.stderr)}"
-            )
-        return Measurement(
-            seconds,
-            process_s,
-            source_problems(run_dir, config.sources),
-            source_cpu_seconds(run_dir),
+    run = run_config(config, workload_args, scratch, index)
+    seconds = parse_workload_seconds(run.stdout)
+    if seconds is None:
+        raise RunFailed(
+            f"{config.name} run printed no WORKLOAD_SECONDS line\n"
+            f"--- stdout ---\n{tail(run.stdout)}"
         )
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    return Measurement(seconds, run.process_s, run.problems, run.source_cpu_s)
 
 
 def measure(
@@ -289,15 +208,9 @@ def paired_ratio(values: list[float], baselines: list[float]) -> float:
 
 
 def ratio_ci(values: list[float], baselines: list[float]) -> tuple[float, float]:
-    """The 95 % confidence interval of the median paired ratio (distribution-free, from order
-    statistics: scipy's quantile test); NaNs with too few rounds (fewer than 6)."""
-    from scipy.stats import quantile_test
-
-    ratios = [v / b for v, b in zip(values, baselines, strict=True)]
-    if len(ratios) < 2:
-        return math.nan, math.nan
-    ci = quantile_test(ratios, p=0.5).confidence_interval(confidence_level=0.95)
-    return float(ci.low), float(ci.high)
+    """The 95 % confidence interval of the median paired ratio (``median_ci``); NaNs with too
+    few rounds (fewer than 6)."""
+    return median_ci([v / b for v, b in zip(values, baselines, strict=True)])
 
 
 def precise(results: dict[str, list[Measurement]], comp: Comparison) -> bool:
@@ -428,11 +341,7 @@ def to_json(
         "repeats": len(results["plain"]),
         "quick": args.quick,
         "workload": {"path": str(WORKLOAD), "args": list(workload_args)},
-        "host": {
-            "cpus": len(os.sched_getaffinity(0)),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "host": host(),
         "configurations": configs,
         "comparisons": comparisons,
     }

@@ -163,10 +163,13 @@ def modules_loaded_by(*modules: str) -> set[str]:
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/NAME.py`` as a module (benchmarks are scripts, not a package), to test its
-    scoring on hand-built data."""
+    """``benchmarks/NAME.py`` (NAME may name a subfolder: ``workloads/...``) as a module
+    (benchmarks are scripts, not a package), to test its scoring on hand-built data. Its
+    sibling modules import as they do when it runs as a script."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
     path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", path)
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_benchmark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up

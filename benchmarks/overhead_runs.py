@@ -1,0 +1,158 @@
+"""One run of the overhead workload under one configuration, and the median's confidence
+interval: ``record_overhead.py``'s building blocks, in a module of their own so that a second
+way of measuring can share them. Not a benchmark of its own."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+WORKLOAD = Path(__file__).resolve().parent / "workloads" / "overhead_workload.py"
+RUN_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    record_flags: tuple[str, ...] | None  # None: plain ``python``, no tftrace
+    sources: tuple[str, ...]  # sources the run manifest must show as recorded
+
+    def describe(self) -> str:
+        if self.record_flags is None:
+            return "python overhead_workload.py"
+        return " ".join(("tftrace record", *self.record_flags))
+
+
+CONFIGS = (
+    Config("plain", None, ()),
+    Config("sampler", ("--no-tf-profiler", "--no-pyspy"), ("os_sampler",)),
+    Config("sampler+pyspy", ("--no-tf-profiler",), ("os_sampler", "pyspy")),
+    Config("tf-profiler", ("--no-pyspy", "--no-sampler"), ("tf_profiler",)),
+    Config("all", (), ("tf_profiler", "os_sampler", "pyspy")),
+)
+
+
+@dataclass
+class Run:
+    """What one run left: its output, wall time and what its manifest says of the sources."""
+
+    stdout: str
+    process_s: float
+    problems: list[str] = field(default_factory=list)  # expected sources that did not record
+    source_cpu_s: dict[str, float] = field(default_factory=dict)  # kernel-counted, per source
+
+
+class RunFailed(Exception):
+    """A run exited non-zero or printed no result line."""
+
+
+def run_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONUNBUFFERED"] = "1"  # as tftrace record sets it for its workload
+    return env
+
+
+def command(config: Config, workload_args: tuple[str, ...], run_dir: Path) -> list[str]:
+    workload = [str(WORKLOAD), *workload_args]
+    if config.record_flags is None:
+        return [sys.executable, *workload]
+    flags = [*config.record_flags, "-o", str(run_dir)]
+    return [sys.executable, "-m", "tftrace", "record", *flags, *workload]
+
+
+def tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_config(config: Config, workload_args: tuple[str, ...], scratch: Path, index: int) -> Run:
+    """Run the workload once under ``config``; RunFailed when it exits non-zero."""
+    run_dir = scratch / f"run-{index:03d}-{config.name}"
+    cmd = command(config, workload_args, run_dir)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=run_env(), cwd=scratch, timeout=RUN_TIMEOUT_S
+    )
+    process_s = time.perf_counter() - t0
+    try:
+        if proc.returncode != 0:
+            raise RunFailed(failure(config, cmd, proc))
+        if config.record_flags is None:
+            return Run(proc.stdout, process_s)
+        sources = manifest_sources(run_dir)
+        return Run(
+            proc.stdout,
+            process_s,
+            source_problems(sources, config.sources),
+            source_cpu_seconds(sources),
+        )
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def failure(config: Config, cmd: list[str], proc: subprocess.CompletedProcess[str]) -> str:
+    return (
+        f"{config.name} run failed (exit {proc.returncode}): {' '.join(cmd)}\n"
+        f"--- stdout ---\n{tail(proc.stdout)}\n--- stderr ---\n{tail(proc.stderr)}"
+    )
+
+
+def manifest_sources(run_dir: Path) -> dict[str, Any] | str:
+    """The manifest's ``sources`` section, or why it could not be read."""
+    try:
+        sources: dict[str, Any] = json.loads((run_dir / "manifest.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError) as e:
+        return f"manifest unreadable: {e}"
+    return sources
+
+
+def source_problems(sources: dict[str, Any] | str, expected: tuple[str, ...]) -> list[str]:
+    """Expected sources that the run's manifest does not show as recorded."""
+    if isinstance(sources, str):
+        return [sources] if expected else []
+    problems = []
+    for name in expected:
+        status = sources.get(name) or {}
+        if status.get("state") != "recorded":
+            reason = status.get("reason") or "no reason given"
+            problems.append(f"{name} {status.get('state', 'missing')}: {reason}")
+    return problems
+
+
+def source_cpu_seconds(sources: dict[str, Any] | str) -> dict[str, float]:
+    """CPU seconds the sampler and py-spy used themselves, as the manifest reports them."""
+    if isinstance(sources, str):
+        return {}
+    return {
+        name: float(status["cpu_seconds"])
+        for name, status in sources.items()
+        if isinstance(status.get("cpu_seconds"), (int, float))
+    }
+
+
+def host() -> dict[str, Any]:
+    return {
+        "cpus": len(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def median_ci(ratios: list[float]) -> tuple[float, float]:
+    """The 95 % confidence interval of the median of ``ratios`` (distribution-free, from order
+    statistics: scipy's quantile test); NaNs with too few values (fewer than 6)."""
+    from scipy.stats import quantile_test
+
+    if len(ratios) < 2:
+        return math.nan, math.nan
+    ci = quantile_test(ratios, p=0.5).confidence_interval(confidence_level=0.95)
+    return float(ci.low), float(ci.high)
