@@ -12,18 +12,48 @@ steps are timed and one line is printed:
 
 Run it plain (``python benchmarks/workloads/overhead_workload.py``) or under
 ``tftrace record``; the line is the same either way.
+
+Paired mode (``--paired N``, instead of ``--steps``): N pairs of adjacent chunks of
+``--chunk-steps`` steps, one chunk of each pair "on" and one "off", in ABBA order
+(off on, on off, off on, ...) so that a linear drift of the machine cancels. With
+``--toggle recorder`` the workload must run under ``tftrace record``: it stops its
+parent, the recorder (the /proc sampler is one of its threads), and the recorder's
+py-spy child with SIGSTOP for the "off" chunks and continues them with SIGCONT for
+the "on" ones; the TF profiler and tftrace's in-process bootstrap stay on in both.
+``--toggle none`` changes nothing between the two (an A/A control: the ratio is the
+estimator's noise floor). Each chunk is preceded by ``--settle-steps`` untimed steps:
+py-spy takes the samples it missed while stopped in a burst once continued, and that
+burst must not land in the timed chunk. Besides WORKLOAD_SECONDS (the sum of the
+timed chunks), one JSON line is printed at the end (the recorder tees the workload's
+stdout, and a stopped recorder reads nothing):
+
+    PAIRED_CHUNKS={"toggled": [...], "on": {"seconds": [...], "nivcsw": [...],
+                   "cpu_seconds": [...]}, "off": {...}, "stopped_seconds": ...}
+
+``on.seconds[i]`` and ``off.seconds[i]`` belong to pair i; ``nivcsw`` (involuntary
+context switches) and ``cpu_seconds`` (user + system) are the whole process's, over
+the chunk, from ``getrusage``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import resource
+import signal
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-import tensorflow as tf
+PYSPY_WAIT_S = 10.0  # the recorder starts py-spy once the workload is ready; it may be late
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--steps", type=int, default=6000, help="timed steps")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     parser.add_argument("--small-size", type=int, default=64)
@@ -31,29 +61,45 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--big-size", type=int, default=1000)
     parser.add_argument("--big-every", type=int, default=20, help="steps between eager products")
     parser.add_argument("--big-matmuls", type=int, default=1, help="eager products each time")
-    return parser.parse_args()
+    parser.add_argument(
+        "--paired", type=int, default=0, metavar="N", help="N on/off chunk pairs instead of --steps"
+    )
+    parser.add_argument(
+        "--chunk-steps", type=int, default=40, help="timed steps per chunk (--paired)"
+    )
+    parser.add_argument(
+        "--settle-steps", type=int, default=8, help="untimed steps before each chunk (--paired)"
+    )
+    parser.add_argument(
+        "--toggle",
+        choices=("none", "recorder"),
+        default="none",
+        help="what the 'off' chunks stop (--paired): nothing, or the tftrace recorder and py-spy",
+    )
+    return parser.parse_args(argv)
 
 
-def make_chain(count: int) -> tf.types.experimental.PolymorphicFunction:
-    @tf.function
-    def chain(x: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
-        y = x
-        for _ in range(count):  # unrolled at trace time: ``count`` separate MatMul ops
-            y = tf.matmul(y, w)
-        return tf.reduce_sum(y)
-
-    return chain
+def chunk_is_on(index: int) -> bool:
+    """ABBA order: off on, on off, off on, ...; chunks 2i and 2i+1 are pair i."""
+    return index % 4 in (1, 2)
 
 
-def main() -> None:
-    args = parse_args()
+def make_step(args: argparse.Namespace) -> Callable[[int], Any]:
+    import tensorflow as tf  # here, not at the top: tests import the chunk helpers without TF
+
     tf.random.set_seed(0)
     n = args.small_size
     x = tf.random.normal((n, n))
     w = tf.random.normal((n, n), stddev=n**-0.5)  # keeps the chained product's scale steady
     a = tf.random.normal((args.big_size, args.big_size))
     b = tf.random.normal((args.big_size, args.big_size))
-    chain = make_chain(args.small_matmuls)
+
+    @tf.function
+    def chain(x: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
+        y = x
+        for _ in range(args.small_matmuls):  # unrolled at trace time: separate MatMul ops
+            y = tf.matmul(y, w)
+        return tf.reduce_sum(y)
 
     def step(i: int) -> tf.Tensor:
         total = chain(x, w)
@@ -62,12 +108,120 @@ def main() -> None:
                 total += tf.reduce_sum(tf.matmul(a, b))
         return total
 
-    for i in range(args.warmup):
-        step(i).numpy()
-    t0 = time.perf_counter()
-    for i in range(args.steps):
+    return step
+
+
+def run_steps(step: Callable[[int], Any], count: int) -> None:
+    result = None
+    for i in range(count):
         result = step(i)
-    result.numpy()
+    if result is not None:
+        result.numpy()  # the last step's value: every op of the chunk has run
+
+
+def timed_chunk(step: Callable[[int], Any], count: int) -> tuple[float, int, float]:
+    """(wall seconds, involuntary context switches, CPU seconds) of ``count`` steps."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    run_steps(step, count)
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return seconds, after.ru_nivcsw - before.ru_nivcsw, cpu
+
+
+def parent_recorder() -> tuple[int, list[bytes]]:
+    """The parent's pid and command line; exits when the parent is not ``tftrace record``."""
+    ppid = os.getppid()
+    try:
+        args = Path(f"/proc/{ppid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        args = []
+    if b"record" not in args or not any(b"tftrace" in a for a in args):
+        sys.exit("error: --toggle recorder: the parent process is not `tftrace record`")
+    return ppid, args
+
+
+def children_named(parent: int, comm: str) -> list[int]:
+    """Processes whose parent is ``parent`` and whose name (comm) is ``comm``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue  # gone since the listing
+        close = raw.rindex(b")")  # the name may hold spaces and ')'
+        name = raw[raw.index(b"(") + 1 : close].decode(errors="replace")
+        if name == comm and int(raw[close + 2 :].split()[1]) == parent:
+            found.append(int(entry.name))
+    return found
+
+
+def toggle_targets(toggle: str) -> list[tuple[str, int]]:
+    """What the "off" chunks stop: (name, pid). py-spy is looked for only now, after the
+    warm-up, and waited for a while when the recorder's options leave it on."""
+    if toggle == "none":
+        return []
+    recorder, args = parent_recorder()
+    deadline = time.monotonic() + (0 if b"--no-pyspy" in args else PYSPY_WAIT_S)
+    while True:
+        pyspy = children_named(recorder, "py-spy")
+        if pyspy or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    return [("recorder", recorder), *(("py-spy", pid) for pid in pyspy)]
+
+
+def set_running(pids: list[int], running: bool) -> None:
+    for pid in pids:
+        # A source that ended on its own is no error here: the run manifest tells.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT if running else signal.SIGSTOP)
+
+
+def run_paired(step: Callable[[int], Any], args: argparse.Namespace) -> dict[str, Any]:
+    targets = toggle_targets(args.toggle)
+    pids = [pid for _, pid in targets]
+    chunks: dict[bool, dict[str, list[Any]]] = {
+        state: {"seconds": [], "nivcsw": [], "cpu_seconds": []} for state in (True, False)
+    }
+    stopped = 0.0
+    try:
+        for index in range(2 * args.paired):
+            on = chunk_is_on(index)
+            set_running(pids, on)
+            t_state = time.perf_counter()
+            run_steps(step, args.settle_steps)
+            seconds, nivcsw, cpu = timed_chunk(step, args.chunk_steps)
+            chunks[on]["seconds"].append(round(seconds, 6))
+            chunks[on]["nivcsw"].append(nivcsw)
+            chunks[on]["cpu_seconds"].append(round(cpu, 6))
+            if pids and not on:
+                stopped += time.perf_counter() - t_state
+    finally:
+        set_running(pids, True)  # never leave the recorder stopped
+    return {
+        "toggled": [name for name, _ in targets],
+        "on": chunks[True],
+        "off": chunks[False],
+        "stopped_seconds": round(stopped, 6),
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    step = make_step(args)
+    run_steps(step, args.warmup)
+    if args.paired:
+        paired = run_paired(step, args)
+        total = sum(paired["on"]["seconds"]) + sum(paired["off"]["seconds"])
+        print(f"WORKLOAD_SECONDS={total:.6f}")
+        print(f"PAIRED_CHUNKS={json.dumps(paired)}", flush=True)
+        return
+    t0 = time.perf_counter()
+    run_steps(step, args.steps)
     elapsed = time.perf_counter() - t0
     print(f"WORKLOAD_SECONDS={elapsed:.6f}", flush=True)
 
