@@ -1,6 +1,6 @@
 """One run of the overhead workload under one configuration, and the median's confidence
-interval: ``record_overhead.py``'s building blocks, in a module of their own so that a second
-way of measuring can share them. Not a benchmark of its own."""
+interval: what ``record_overhead.py`` (whole runs) and ``paired_overhead.py`` (paired chunks)
+share. Not a benchmark of its own."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ CONFIGS = (
     Config("tf-profiler", ("--no-pyspy", "--no-sampler"), ("tf_profiler",)),
     Config("all", (), ("tf_profiler", "os_sampler", "pyspy")),
 )
+CONFIG = {c.name: c for c in CONFIGS}
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Run:
     process_s: float
     problems: list[str] = field(default_factory=list)  # expected sources that did not record
     source_cpu_s: dict[str, float] = field(default_factory=dict)  # kernel-counted, per source
+    source_notes: list[str] = field(default_factory=list)  # samples taken, late ticks, errors
 
 
 class RunFailed(Exception):
@@ -94,6 +96,7 @@ def run_config(config: Config, workload_args: tuple[str, ...], scratch: Path, in
             process_s,
             source_problems(sources, config.sources),
             source_cpu_seconds(sources),
+            source_notes(sources),
         )
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -137,6 +140,22 @@ def source_cpu_seconds(sources: dict[str, Any] | str) -> dict[str, float]:
         for name, status in sources.items()
         if isinstance(status.get("cpu_seconds"), (int, float))
     }
+
+
+def source_notes(sources: dict[str, Any] | str) -> list[str]:
+    """The sampler's samples and late ticks, py-spy's samples and errors, when recorded."""
+    if isinstance(sources, str):
+        return []
+    notes = []
+    sampler = sources.get("os_sampler") or {}
+    if sampler.get("state") == "recorded":
+        notes.append(
+            f"os_sampler {sampler.get('samples')} samples, {sampler.get('late_ticks')} late"
+        )
+    pyspy = sources.get("pyspy") or {}
+    if pyspy.get("state") == "recorded":
+        notes.append(f"py-spy {pyspy.get('samples_line') or 'no samples line'}")
+    return notes
 
 
 def host() -> dict[str, Any]:

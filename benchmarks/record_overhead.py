@@ -3,14 +3,37 @@
 Run it from the repository root with the project's virtualenv (``tftrace`` must be
 importable by the interpreter that runs this script):
 
-    .venv/bin/python benchmarks/record_overhead.py                  # 5 rounds, ~5 min on 2 cores
-    .venv/bin/python benchmarks/record_overhead.py --repeats 9 --json overhead.json
-    .venv/bin/python benchmarks/record_overhead.py --quick          # smoke run: tiny sizes, 1 round
-    .venv/bin/python benchmarks/record_overhead.py --until-precise 25  # rounds until CIs < margin
+    .venv/bin/python benchmarks/record_overhead.py                # paired chunks, ~5 min, 2 cores
+    .venv/bin/python benchmarks/record_overhead.py --until-precise 4  # runs until CIs < margin
+    .venv/bin/python benchmarks/record_overhead.py --quick        # smoke run: tiny sizes
+    .venv/bin/python benchmarks/record_overhead.py --whole-runs   # 5 rounds of whole runs
+    .venv/bin/python benchmarks/record_overhead.py --whole-runs --repeats 9 --json overhead.json
 
-The workload (``benchmarks/workloads/overhead_workload.py``) is run under five
-configurations, one run of each per round, rounds repeated in the same order
-(A B C D E A B C D E ...) so that machine noise spreads over all of them:
+Ratios and their targets:
+
+    (a) sampler / plain            <= 1.02   cost of the /proc thread sampler
+    (b) sampler+pyspy / plain      <= 1.03   cost of the sampler and py-spy together
+    (c) all / tf-profiler          <= 1.03   what tftrace adds on top of the TF profiler
+
+Each ratio comes with its 95 % confidence interval (distribution-free, from order
+statistics); ``--until-precise MAX`` measures more until every interval is narrower than
+its target's margin (0.02 for a 1.02 target), or MAX runs or rounds: a ratio is only worth
+comparing with its target once its interval is that narrow. Two modes:
+
+Paired chunks (the default; ``paired_overhead.py``). Whole runs of one configuration
+differ by 5-10 % on a shared machine, more than the margins. The sampler (a thread of the
+``tftrace record`` process) and py-spy (its child process) run outside the workload, so
+the workload itself stops them (SIGSTOP) and continues them (SIGCONT) between short chunks
+of steps, and a ratio compares adjacent chunks of one run: on time / off time, median over
+the pairs. One run of each configuration (``--repeats`` for more): an A/A control (plain,
+nothing toggled, ~1.000: the estimator's noise floor), sampler (a), sampler+pyspy (b) and
+all (c: the TF profiler stays on in both states, so it is its own baseline). Beside the
+ratios: the workload process's involuntary context switches and CPU seconds per second, on
+and off, and the sources' own CPU time.
+
+Whole runs (``--whole-runs``). The workload (``benchmarks/workloads/overhead_workload.py``)
+is run under five configurations, one run of each per round, rounds repeated in the same
+order (A B C D E A B C D E ...) so that machine noise spreads over all of them:
 
     plain          python overhead_workload.py
     sampler        tftrace record --no-tf-profiler --no-pyspy
@@ -22,18 +45,9 @@ configurations, one run of each per round, rounds repeated in the same order
 tftrace": it is the TF profiler started and stopped around the workload by
 tftrace's bootstrap, with no other source.
 
-Ratios and their targets:
-
-    (a) sampler / plain            <= 1.02   cost of the /proc thread sampler
-    (b) sampler+pyspy / plain      <= 1.03   cost of the sampler and py-spy together
-    (c) all / tf-profiler          <= 1.03   what tftrace adds on top of the TF profiler
-
 A ratio is the median over rounds of (configuration time / baseline time in the same
-round), so slow drift of the machine cancels within a round; beside it, its 95 % confidence
-interval (order statistics of the per-round ratios; from 6 rounds on). ``--until-precise MAX``
-keeps adding rounds until every interval is narrower than its target's margin (0.02 for a
-1.02 target), or MAX rounds in all: a ratio is only worth comparing with its target once
-its interval is that narrow. Two tables are printed:
+round), so slow drift of the machine cancels within a round (its interval needs 6 rounds).
+Two tables are printed:
 
 1. Workload steady state: the seconds the workload measures itself, after its
    warm-up, and prints as ``WORKLOAD_SECONDS=<float>`` (``tftrace record`` streams the
@@ -46,7 +60,7 @@ its interval is that narrow. Two tables are printed:
    For information only, no target.
 
 Absolute times depend on the machine and are never checked. The exit status is 0
-whether or not a target is met; it is 1 only when a run fails or prints no time.
+whether or not a target is met; it is 1 only when a run fails or prints no result.
 """
 
 from __future__ import annotations
@@ -74,6 +88,7 @@ from overhead_runs import (
     run_config,
     tail,
 )
+from paired_overhead import PAIRS_DEFAULT, PAIRS_QUICK, paired_mode
 
 FULL_WORKLOAD_ARGS: tuple[str, ...] = ()  # the workload's defaults: ~4 s of steady state
 QUICK_WORKLOAD_ARGS = (
@@ -116,11 +131,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog="See the module docstring for what each ratio means.",
     )
     parser.add_argument(
+        "--whole-runs",
+        action="store_true",
+        help="compare whole separate runs of each configuration (the default compares "
+        "paired chunks within one run)",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=None,
         metavar="N",
-        help=f"rounds of all configurations (default {DEFAULT_REPEATS}; 1 with --quick)",
+        help=f"rounds of all configurations with --whole-runs (default {DEFAULT_REPEATS}; 1 "
+        "with --quick); runs of each configuration in the paired mode (default 1)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="on/off chunk pairs per run in the paired mode "
+        f"(default {PAIRS_DEFAULT}; {PAIRS_QUICK} with --quick)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="tiny workload and one round: a smoke run"
@@ -130,15 +160,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=None,
         metavar="MAX",
-        help="after --repeats rounds, add rounds (up to MAX in all) until each ratio's 95 %% "
-        "confidence interval is narrower than its target's margin (target - 1)",
+        help="add rounds (whole runs) or runs of a configuration (paired mode), up to MAX in "
+        "all, until each ratio's 95 %% confidence interval is narrower than its target's "
+        "margin (target - 1)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
     if args.repeats is None:
-        args.repeats = 1 if args.quick else DEFAULT_REPEATS
+        args.repeats = 1 if args.quick or not args.whole_runs else DEFAULT_REPEATS
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if args.pairs is None:
+        args.pairs = PAIRS_QUICK if args.quick else PAIRS_DEFAULT
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
     return args
 
 
@@ -347,21 +382,29 @@ def to_json(
     }
 
 
+def whole_runs_mode(args: argparse.Namespace, scratch: Path) -> tuple[str, dict[str, Any]]:
+    """The report and the JSON results of rounds of whole runs."""
+    workload_args = QUICK_WORKLOAD_ARGS if args.quick else FULL_WORKLOAD_ARGS
+    results = measure(args.repeats, workload_args, scratch, args.until_precise)
+    report = render(results, len(results["plain"]), args.quick)
+    return report, to_json(results, args, workload_args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if importlib.util.find_spec("tftrace") is None:
         print(f"error: tftrace is not importable by {sys.executable}", file=sys.stderr)
         return 1
-    workload_args = QUICK_WORKLOAD_ARGS if args.quick else FULL_WORKLOAD_ARGS
+    mode = whole_runs_mode if args.whole_runs else paired_mode
     with tempfile.TemporaryDirectory(prefix="tftrace-overhead-") as tmp:
         try:
-            results = measure(args.repeats, workload_args, Path(tmp), args.until_precise)
+            report, data = mode(args, Path(tmp))
         except (RunFailed, subprocess.TimeoutExpired) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-    print(render(results, len(results["plain"]), args.quick))
+    print(report)
     if args.json is not None:
-        args.json.write_text(json.dumps(to_json(results, args, workload_args), indent=2) + "\n")
+        args.json.write_text(json.dumps(data, indent=2) + "\n")
         print(f"results written to {args.json}")
     return 0
 

@@ -1,9 +1,11 @@
-"""The recording-overhead benchmark's statistics on hand-built data: a ratio's 95 %
-confidence interval, and "precise" once it is narrower than the target's margin; the
-workload's paired-chunk helpers."""
+"""The recording-overhead benchmark's statistics on hand-built data: whole-run rounds and
+paired chunks, a ratio's 95 % confidence interval, "precise" once it is narrower than the
+target's margin, and the workload's paired-chunk output."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import subprocess
@@ -36,9 +38,23 @@ def test_precise_once_the_interval_is_narrower_than_the_margin():
     assert b.precise(_results(steady), COMP)  # 0.004 wide against a 0.03 margin
 
 
-# The workload's paired-chunk mode: chunks on and off in ABBA order.
+# The paired-chunk mode: chunks of one run, on and off in ABBA order, compared pair by pair.
 
+p = load_benchmark("paired_overhead")
 w = load_benchmark("workloads/overhead_workload")  # its TensorFlow import waits for main()
+AA, SAMPLER, PYSPY = p.COMPARISONS[0], p.COMPARISONS[1], p.COMPARISONS[2]
+
+
+def _chunks(on: list[float], off: list[float], toggled: tuple[str, ...] = ()) -> object:
+    def series(seconds: list[float]) -> object:
+        return p.ChunkSeries(seconds, [100] * len(seconds), [1.5 * s for s in seconds])
+
+    return p.PairedChunks(toggled, series(on), series(off), sum(off))
+
+
+def _paired_run(ratios: list[float], toggled: tuple[str, ...] = ()) -> object:
+    run = p.Run(stdout="", process_s=30.0)
+    return p.PairedRun(_chunks([0.05 * r for r in ratios], [0.05] * len(ratios), toggled), run)
 
 
 def test_chunks_go_off_on_on_off_so_that_a_linear_drift_cancels():
@@ -51,6 +67,125 @@ def test_chunks_go_off_on_on_off_so_that_a_linear_drift_cancels():
     drift = [1 + 0.01 * i for i in range(8)]
     on_time = sum(t for t, on in zip(drift, states, strict=True) if on)
     assert math.isclose(on_time, sum(drift) / 2)
+
+
+def test_a_ratio_is_the_median_of_the_pairs_on_over_off():
+    chunks = _chunks(on=[1.1, 2.0, 0.9], off=[1.0, 2.0, 1.0])
+    assert chunks.ratios() == pytest.approx([1.1, 1.0, 0.9])
+    ratio, (lo, hi) = p.summary([_paired_run([1.02, 1.01, 1.03, 1.00, 1.02, 1.04, 1.01])])
+    assert ratio == pytest.approx(1.02)
+    # Seven pairs: the 95 % interval of the median runs from the smallest to the largest.
+    assert (lo, hi) == pytest.approx((1.00, 1.04))
+
+
+def test_runs_of_one_configuration_pool_their_pairs():
+    runs = [_paired_run([1.01] * 3), _paired_run([1.03] * 4)]
+    assert p.pooled_ratios(runs) == pytest.approx([1.01] * 3 + [1.03] * 4)
+    assert p.summary(runs)[0] == pytest.approx(1.03)
+
+
+def test_rates_per_second_of_chunk_time_on_and_off():
+    chunks = p.PairedChunks(
+        ("recorder",),
+        p.ChunkSeries([0.1, 0.3], [30, 50], [0.2, 0.4]),
+        p.ChunkSeries([0.2, 0.2], [20, 20], [0.2, 0.2]),
+        0.4,
+    )
+    runs = [p.PairedRun(chunks, p.Run("", 10.0, source_cpu_s={"os_sampler": 0.19}))]
+    assert p.on_off(runs, lambda s: s.nivcsw) == pytest.approx((200.0, 100.0))
+    assert p.on_off(runs, lambda s: s.cpu_seconds) == pytest.approx((1.5, 1.0))
+    # The sampler ran for the process's 10 s less the 0.4 s it was stopped.
+    assert p.source_cpu_shares(runs) == pytest.approx({"os_sampler": 0.19 / 9.6})
+
+
+def _fake_runs(ratios_by_config: dict[str, list[float]]) -> tuple[object, list[str]]:
+    """A runner that hands out the same pairs for each run of a configuration, and the
+    configurations it was asked to run, in order."""
+    calls: list[str] = []
+
+    def run(comp: object, index: int) -> object:
+        calls.append(comp.config.name)
+        ratios = ratios_by_config[comp.config.name]
+        return _paired_run(ratios, comp.expected_toggled)
+
+    return run, calls
+
+
+def test_until_precise_adds_runs_only_to_configurations_whose_interval_is_too_wide():
+    steady = [1.010 + 0.001 * (i % 5) for i in range(40)]  # an interval 0.004 wide
+    noisy = [1.0 + 0.05 * (-1) ** i * (i % 7) for i in range(40)]  # far wider than 0.03
+    run, calls = _fake_runs(
+        {"plain": steady, "sampler": steady, "sampler+pyspy": noisy, "all": steady}
+    )
+    results = p.measure_paired(run, repeats=1, until_precise=4)
+    assert [len(results[c.label]) for c in p.COMPARISONS] == [1, 1, 4, 1]
+    assert calls[:4] == ["plain", "sampler", "sampler+pyspy", "all"]
+    assert calls[4:] == ["sampler+pyspy"] * 3
+
+
+def test_without_until_precise_each_configuration_runs_repeats_times():
+    run, calls = _fake_runs(dict.fromkeys(("plain", "sampler", "sampler+pyspy", "all"), [1.0] * 3))
+    results = p.measure_paired(run, repeats=2, until_precise=None)
+    assert all(len(runs) == 2 for runs in results.values())
+    assert len(calls) == 8
+
+
+def test_precise_once_the_pooled_interval_is_narrower_than_the_margin():
+    assert not p.precise([_paired_run([1.01, 1.02, 1.00])], SAMPLER)  # too few pairs
+    wide = [1.00, 1.05, 0.98, 1.04, 1.01, 0.99, 1.03, 1.02]
+    assert not p.precise([_paired_run(wide)], SAMPLER)  # 0.07 wide against a 0.02 margin
+    assert p.precise([_paired_run([1.01] * 10)], SAMPLER)
+    assert AA.margin == pytest.approx(0.02) and PYSPY.margin == pytest.approx(0.03)
+
+
+def test_verdicts_and_the_a_a_control():
+    assert p.verdict(1.01, (1.005, 1.015), SAMPLER, []) == "PASS"
+    assert p.verdict(1.01, (0.99, 1.03), SAMPLER, []).endswith("(interval wider than the margin)")
+    assert p.verdict(1.03, (1.025, 1.035), SAMPLER, []).startswith("FAIL")
+    assert p.verdict(1.01, (1.005, 1.015), SAMPLER, ["pyspy failed"]) == "INVALID"
+    assert p.verdict(1.001, (0.995, 1.006), AA, []).startswith("ok")
+    assert p.verdict(1.012, (1.006, 1.018), AA, []).startswith("BIASED")
+
+
+def test_a_run_that_stopped_other_processes_than_expected_is_not_a_valid_comparison():
+    assert PYSPY.expected_toggled == ("recorder", "py-spy")
+    assert SAMPLER.expected_toggled == ("recorder",) and AA.expected_toggled == ()
+    assert p.problems_of([_paired_run([1.0] * 6, ("recorder", "py-spy"))], PYSPY) == []
+    problems = p.problems_of([_paired_run([1.0] * 6, ("recorder",))], PYSPY)
+    assert problems == ["the workload stopped recorder, not recorder, py-spy"]
+
+
+def test_the_workloads_paired_chunks_line_parses():
+    class Result:
+        def numpy(self) -> None:
+            pass
+
+    args = argparse.Namespace(paired=3, chunk_steps=2, settle_steps=1, toggle="none")
+    printed = w.run_paired(lambda i: Result(), args)
+    stdout = f"WORKLOAD_SECONDS=0.1\nPAIRED_CHUNKS={json.dumps(printed)}\n"
+    chunks = p.parse_paired_chunks(stdout)
+    assert chunks.toggled == () and chunks.stopped_seconds == 0.0
+    assert len(chunks.on.seconds) == len(chunks.off.seconds) == 3
+    assert len(chunks.on.nivcsw) == len(chunks.on.cpu_seconds) == 3
+
+
+def test_the_last_paired_chunks_line_counts_and_a_malformed_one_is_an_error():
+    line = {
+        "toggled": ["recorder", "py-spy"],
+        "on": {"seconds": [0.2], "nivcsw": [5], "cpu_seconds": [0.3]},
+        "off": {"seconds": [0.1], "nivcsw": [4], "cpu_seconds": [0.2]},
+        "stopped_seconds": 0.12,
+    }
+    stdout = f"PAIRED_CHUNKS={{}}\nother output\nPAIRED_CHUNKS={json.dumps(line)}\n"
+    chunks = p.parse_paired_chunks(stdout)
+    assert chunks.toggled == ("recorder", "py-spy")
+    assert chunks.ratios() == pytest.approx([2.0])
+    assert p.parse_paired_chunks("WORKLOAD_SECONDS=1.0\n") is None
+    line["off"]["seconds"] = [0.1, 0.1]
+    with pytest.raises(ValueError, match="malformed"):
+        p.parse_paired_chunks(f"PAIRED_CHUNKS={json.dumps(line)}")
+    with pytest.raises(ValueError, match="malformed"):
+        p.parse_paired_chunks('PAIRED_CHUNKS={"toggled": []}')
 
 
 def test_the_workload_finds_children_by_parent_and_name():
