@@ -92,6 +92,10 @@ class PySpySource:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            # Non-blocking samples race with the interpreter and ~10 % fail; with RUST_BACKTRACE
+            # set (as developers often have it) each failure would also unwind py-spy's stack
+            # to build a backtrace nobody reads. Panics still get theirs.
+            env={**os.environ, "RUST_LIB_BACKTRACE": "0"},
         )
         self._policy = policy_name(self._proc.pid)
 
