@@ -34,12 +34,12 @@ class Target:
         tftrace.record(tftrace.Target("module", "pkg.train", ("--epochs", "1")))
     """
 
-    kind: str  # "script" | "module"
+    kind: str  # "script" | "module" | "code" (a block recorded in code: tftrace.profile)
     value: str
     args: tuple[str, ...] = ()
 
     def argv(self) -> list[str]:
-        head = [self.value] if self.kind == "script" else ["-m", self.value]
+        head = ["-m", self.value] if self.kind == "module" else [self.value]
         return [*head, *self.args]
 
 

@@ -25,6 +25,7 @@ STDERR_LOG = Path("workload") / "stderr.log"
 WORKLOAD_REPORT = Path("workload") / "report.json"
 STEPS = Path("workload") / "steps.json"
 CHILD_CONFIG = Path("workload") / "config.json"
+ATTACH_CONFIG = Path("workload") / "attach.json"  # an in-code recording's helper process
 OS_SAMPLES_DIR = Path("os_threads")
 OS_THREADS_TABLE = OS_SAMPLES_DIR / "threads.json"
 IDENTITY = Path("thread_identity.json")

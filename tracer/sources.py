@@ -23,6 +23,11 @@ class SourceStatus:
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state.value, "reason": self.reason, **self.details}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SourceStatus:
+        details = {k: v for k, v in data.items() if k not in ("state", "reason")}
+        return cls(SourceState(data["state"]), data.get("reason"), details)
+
 
 class Source(Protocol):
     """A recording source. ``start`` gets the workload's pid once it is running."""

@@ -5,6 +5,8 @@ The front door, in the order the data flows::
     import tftrace
 
     result = tftrace.record("train.py", ["--steps", "50"])  # run under the profilers
+    with tftrace.profile("runs/fit"):  # or record a block of this program
+        model.fit(dataset, epochs=1)
     run = tftrace.load(result.run.path)  # the run as DataFrames
     analysis = tftrace.analyze(run)  # metrics and findings
     checked = tftrace.verify(run, analysis)  # each advised setting timed beside the run's
@@ -30,6 +32,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it, imported when the name is first used
 _LAZY = {
     "record": "tftrace.tracer.recording",
+    "profile": "tftrace.tracer.in_process",
+    "Profile": "tftrace.tracer.in_process",
     "RecordResult": "tftrace.tracer.recorder",
     "Target": "tftrace.tracer.options",
     "load": "tftrace.analysis.model.run",
@@ -49,6 +53,7 @@ __all__ = [
     "AdvisedSetting",
     "Analysis",
     "Finding",
+    "Profile",
     "RecordResult",
     "Run",
     "Severity",
@@ -59,6 +64,7 @@ __all__ = [
     "__version__",
     "analyze",
     "load",
+    "profile",
     "record",
     "sweep",
     "verify",
@@ -72,6 +78,7 @@ if TYPE_CHECKING:
     from tftrace.analysis.sweep.session import sweep
     from tftrace.analysis.sweep.verify import verify
     from tftrace.tracer.options import Target
+    from tftrace.tracer.in_process import Profile, profile
     from tftrace.tracer.recorder import RecordResult
     from tftrace.tracer.recording import record
 

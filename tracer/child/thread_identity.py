@@ -12,6 +12,7 @@ import ctypes
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -189,8 +190,9 @@ def _comm(tid: int) -> str:
         return ""
 
 
-def hook_python_threads(recorder: IdentityRecorder) -> None:
-    """Have every Python thread report itself as it starts (see python_thread_started).
+def hook_python_threads(recorder: IdentityRecorder) -> Callable[[], None]:
+    """Have every Python thread report itself as it starts (see python_thread_started);
+    returns what undoes it (an in-code recording ends while the process goes on).
 
     ``Thread._bootstrap_inner`` runs on the new thread before its target in every CPython
     since 3.0; the wrapper calls through unchanged.
@@ -202,6 +204,11 @@ def hook_python_threads(recorder: IdentityRecorder) -> None:
         original(self)
 
     threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+
+    def unhook() -> None:
+        threading.Thread._bootstrap_inner = original  # type: ignore[attr-defined]
+
+    return unhook
 
 
 class IdentityWatcher:

@@ -1,0 +1,315 @@
+"""``with tftrace.profile("runs/x"):``: record a block of the running program.
+
+The same run directory as ``tftrace record``, from inside: the TF profiler and the thread
+identity watcher run in this process (as the launched workload's bootstrap runs them),
+the OS sampler and py-spy in a helper process (``attach.py``) that this process allows to
+trace it. Bad use never stops the user's code: one line on stderr says what was not
+recorded, and the block runs on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from . import manifest, rundir
+from .child.bootstrap import _describe_tf
+from .child.profiler_window import ProfilerWindow
+from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .environment import clock_anchor
+from .options import DEFAULT_RUNS_DIR, RecordOptions, Target
+from .recorder import _finish_manifest, _Interrupts
+from .sources import SourceState, SourceStatus
+
+PR_SET_PTRACER = 0x59616D61
+HELPER_TIMEOUT_S = 60.0
+_active: list[Profile] = []  # the recording in progress (TF allows one profiler at a time)
+_active_lock = threading.Lock()
+
+
+def warn(message: str) -> None:
+    print(f"tftrace: warning: {message}", file=sys.stderr, flush=True)
+
+
+def allow_tracer(pid: int) -> None:
+    """Let ``pid`` and its children (py-spy) read this process. Under Yama ptrace_scope=1 only
+    ancestors may; PR_SET_PTRACER names another. Without Yama it is a no-op."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PTRACER, pid, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def this_program() -> Target:
+    """What runs the block: the script (``sys.argv``), or an interactive session."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and "ipykernel" not in argv0 and Path(argv0).is_file():
+        return Target("code", argv0, tuple(sys.argv[1:]))
+    return Target("code", "<interactive>")
+
+
+class Profile:
+    """A recording of the code between ``start()`` and ``stop()`` (or a ``with`` block).
+
+    ``path`` is the run directory once started (None when nothing is recorded);
+    ``manifest`` the final manifest's dict after ``stop()``.
+    """
+
+    def __init__(
+        self,
+        output: str | os.PathLike[str] | None = None,
+        *,
+        name: str | None = None,
+        how: str = "profile",
+        steps: tuple[int, int | None] | None = None,
+        **options: Any,
+    ) -> None:
+        self.options = RecordOptions(
+            target=this_program(),
+            output=Path(output) if output is not None else None,
+            name=name,
+            **options,
+        )
+        self.how = how
+        self.steps = steps
+        self.path: Path | None = None
+        self.manifest: dict[str, Any] | None = None
+        self._parts: _Parts | None = None
+
+    def __enter__(self) -> Profile:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop(exc)
+
+    @property
+    def recording(self) -> bool:
+        return self._parts is not None
+
+    def start(self) -> bool:
+        """Start recording; False (after one line on stderr) when it cannot."""
+        with _active_lock:
+            if _active:
+                where = _active[0].path
+                warn(f"a recording is already running ({where}); this one is not recorded")
+                return False
+            _active.append(self)
+        try:
+            self._parts = _start(self)
+        finally:
+            if self._parts is None:
+                with _active_lock:
+                    _active.remove(self)
+        return self._parts is not None
+
+    def stop(self, exc: BaseException | None = None) -> None:
+        """End the recording and write the run directory (nothing when not recording)."""
+        parts, self._parts = self._parts, None
+        if parts is None:
+            return
+        try:
+            self.manifest = _finish(self, parts, exc)
+            print(f"tftrace: recorded {self.path} (tftrace analyze {self.path})", file=sys.stderr)
+        finally:
+            with _active_lock:
+                _active.remove(self)
+
+
+class _Parts:
+    """What a started recording holds until it stops."""
+
+    def __init__(self, run: rundir.RunDir, data: dict[str, Any], env: dict[str, str]) -> None:
+        self.run, self.data, self.env = run, data, env
+        self.report: dict[str, Any] = {}
+        self.identity: IdentityRecorder | None = None
+        self.watcher: IdentityWatcher | None = None
+        self.unhook: Any = None
+        self.window: ProfilerWindow | None = None
+        self.helper: subprocess.Popen[str] | None = None
+        self.statuses: dict[str, SourceStatus] = {}
+
+
+def _start(profile: Profile) -> _Parts | None:
+    options = profile.options
+    path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
+    try:
+        run = rundir.create(path)
+    except (FileExistsError, OSError) as e:
+        warn(f"cannot create run directory {path} ({e}); the code runs unrecorded")
+        return None
+    profile.path = run.path
+    env = dict(os.environ)
+    data = manifest.initial(options, run, env, clock_anchor())
+    data["recording"] = {"how": profile.how, "steps": profile.steps}
+    rundir.write_json_atomic(run / rundir.MANIFEST, data)
+    parts = _Parts(run, data, env)
+    parts.report = {
+        "pid": os.getpid(),
+        "target": data["target"],
+        "start_anchor": clock_anchor(),
+        "setter_calls": [],
+        "interrupted": False,
+        "exception": None,
+        "setup_error": None,
+    }
+    if options.thread_identity:
+        parts.identity = IdentityRecorder()
+        parts.unhook = hook_python_threads(parts.identity)
+        parts.watcher = IdentityWatcher(parts.identity)
+        parts.watcher.start()
+    parts.helper = _start_helper(run, options, parts.statuses)
+    parts.report["code_start_anchor"] = clock_anchor()
+    parts.report["code_start_cpu_ns"] = time.process_time_ns()
+    if options.tf_profiler:
+        parts.window = ProfilerWindow(str(run.path), 0.0, None)
+        parts.window.arm()
+        if parts.window.status.get("status") == "failed":
+            error = parts.window.status.get("error")
+            warn(f"the TF profiler did not start ({error}); recording without it")
+    return parts
+
+
+def _start_helper(
+    run: rundir.RunDir, options: RecordOptions, statuses: dict[str, SourceStatus]
+) -> subprocess.Popen[str] | None:
+    if not (options.sampler or options.pyspy):
+        return None
+    config = {
+        "run_dir": str(run.path.resolve()),
+        "pid": os.getpid(),
+        "sampler": options.sampler,
+        "sample_hz": options.sample_hz,
+        "pyspy": options.pyspy,
+        "pyspy_rate": options.pyspy_rate,
+        "pyspy_native": options.pyspy_native,
+        "pyspy_blocking": options.pyspy_blocking,
+        "pyspy_path": options.pyspy_path,
+    }
+    config_path = run / rundir.ATTACH_CONFIG
+    rundir.write_json_atomic(config_path, config)
+    helper = subprocess.Popen(
+        [sys.executable, "-m", "tftrace.tracer.attach", str(config_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a Ctrl-C in the notebook is for the user's code
+    )
+    allow_tracer(helper.pid)
+    answer = _ask(helper, "start")
+    if answer != "started":
+        warn(f"the sampler and py-spy did not start ({answer or 'no answer'})")
+        _end_helper(helper)
+        return None
+    return helper
+
+
+def _ask(helper: subprocess.Popen[str], line: str) -> str:
+    """Write a line to the helper, read its answer (empty when it died or took too long)."""
+    assert helper.stdin is not None and helper.stdout is not None
+    try:
+        helper.stdin.write(line + "\n")
+        helper.stdin.flush()
+    except OSError:
+        return ""
+    # A helper that hangs must not hang the user's program; it writes whole lines.
+    readable, _, _ = select.select([helper.stdout], [], [], HELPER_TIMEOUT_S)
+    return helper.stdout.readline().strip() if readable else ""
+
+
+def _end_helper(helper: subprocess.Popen[str]) -> None:
+    for stream in (helper.stdin, helper.stdout):
+        if stream is not None:
+            stream.close()
+    try:
+        helper.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        helper.kill()
+        helper.wait()
+
+
+def _stop_helper(parts: _Parts) -> None:
+    if parts.helper is None:
+        return
+    answer = _ask(parts.helper, "stop")
+    _end_helper(parts.helper)
+    try:
+        statuses = json.loads(answer)
+    except ValueError:
+        warn("the sampler and py-spy helper ended without reporting")
+        return
+    for name, status in statuses.items():
+        parts.statuses[name] = SourceStatus.from_json(status)
+
+
+def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[str, Any]:
+    report, run = parts.report, parts.run
+    report["end_anchor"] = clock_anchor()
+    report["code_end_cpu_ns"] = time.process_time_ns()
+    if parts.window is not None:
+        parts.window.stop()
+        report["tf_profiler"] = parts.window.status
+    if parts.watcher is not None and parts.identity is not None:
+        parts.watcher.stop()
+        parts.unhook()
+        rundir.write_json_atomic(run / rundir.IDENTITY, parts.identity.to_json())
+    _stop_helper(parts)
+    _describe_tf(report)
+    report["interrupted"] = isinstance(exc, KeyboardInterrupt)
+    if exc is not None and not isinstance(exc, KeyboardInterrupt):
+        report["exception"] = {"type": type(exc).__qualname__, "message": str(exc)}
+    report["exit_code"] = 0 if exc is None else 1
+    report["finished_anchor"] = clock_anchor()
+    rundir.write_json_atomic(run / rundir.WORKLOAD_REPORT, report)
+    for name, wanted in (("os_sampler", profile.options.sampler), ("pyspy", profile.options.pyspy)):
+        if not wanted:
+            parts.statuses[name] = SourceStatus(SourceState.DISABLED, "disabled by option")
+    return _finish_manifest(
+        parts.data,
+        run,
+        profile.options,
+        parts.env,
+        report,
+        report["exit_code"],
+        _Interrupts(),
+        parts.statuses,
+    )
+
+
+def profile(output: str | os.PathLike[str] | None = None, **options: Any) -> Profile:
+    """Record the code of a ``with`` block into a run directory, as ``tftrace record`` would
+    record a script: the TF profiler, the OS thread sampler, py-spy and thread identity.
+
+    Args:
+        output: the run directory to create (default: a new one under ``./tftrace-runs/``).
+        options: ``name``, and any field of ``RecordOptions`` (``tf_profiler=False``,
+            ``pyspy=False``, ``sampler=False``, ``sample_hz``, ``pyspy_rate``, ...).
+
+    Works in scripts, IPython and Jupyter. Bad use (a recording already running, an
+    unwritable directory, a TF profiler someone else started) prints one line on stderr
+    and the block runs unrecorded (or without the missing source).
+
+    Example::
+
+        import tftrace
+
+        with tftrace.profile("runs/fit") as p:
+            model.fit(dataset, epochs=1)
+        print(tftrace.analyze(tftrace.load(p.path)))
+    """
+    return Profile(output, **options)
