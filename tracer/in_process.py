@@ -51,9 +51,12 @@ def allow_tracer(pid: int) -> None:
 
 
 def this_program() -> Target:
-    """What runs the block: the script (``sys.argv``), or an interactive session."""
+    """What runs the block: the script (``sys.argv``), or an interactive session (IPython,
+    Jupyter, ``python -c``, the REPL)."""
+    ipython = sys.modules.get("IPython")
+    interactive = ipython is not None and ipython.get_ipython() is not None
     argv0 = sys.argv[0] if sys.argv else ""
-    if argv0 and "ipykernel" not in argv0 and Path(argv0).is_file():
+    if not interactive and argv0 and Path(argv0).is_file():
         return Target("code", argv0, tuple(sys.argv[1:]))
     return Target("code", "<interactive>")
 
@@ -82,6 +85,7 @@ class Profile:
         )
         self.how = how
         self.steps = steps
+        self.recorded_steps: tuple[int, int] | None = None  # the steps the window held
         self.path: Path | None = None
         self.manifest: dict[str, Any] | None = None
         self._parts: _Parts | None = None
@@ -276,6 +280,8 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
     report["exit_code"] = 0 if exc is None else 1
     report["finished_anchor"] = clock_anchor()
     rundir.write_json_atomic(run / rundir.WORKLOAD_REPORT, report)
+    if profile.recorded_steps is not None:
+        parts.data["recording"]["recorded_steps"] = list(profile.recorded_steps)
     for name, wanted in (("os_sampler", profile.options.sampler), ("pyspy", profile.options.pyspy)):
         if not wanted:
             parts.statuses[name] = SourceStatus(SourceState.DISABLED, "disabled by option")

@@ -77,13 +77,15 @@ if TYPE_CHECKING:
     from tftrace.analysis.sweep.result import SweepResult
     from tftrace.analysis.sweep.session import sweep
     from tftrace.analysis.sweep.verify import verify
-    from tftrace.tracer.options import Target
     from tftrace.tracer.in_process import Profile, profile
+    from tftrace.tracer.options import Target
     from tftrace.tracer.recorder import RecordResult
     from tftrace.tracer.recording import record
 
 
 def __getattr__(name: str) -> Any:
+    if name == "keras":  # tftrace.keras.ProfileCallback: imports Keras, so only on use
+        return importlib.import_module("tftrace.keras")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tftrace' has no attribute {name!r}")
