@@ -207,13 +207,17 @@ def _start_helper(
     }
     config_path = run / rundir.ATTACH_CONFIG
     rundir.write_json_atomic(config_path, config)
-    helper = subprocess.Popen(
-        [sys.executable, "-m", "tftrace.tracer.attach", str(config_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a Ctrl-C in the notebook is for the user's code
-    )
+    try:
+        helper = subprocess.Popen(
+            [sys.executable, "-m", "tftrace.tracer.attach", str(config_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a Ctrl-C in the notebook is for the user's code
+        )
+    except OSError as e:
+        warn(f"the sampler and py-spy did not start ({e})")
+        return None
     allow_tracer(helper.pid)
     answer = _ask(helper, "start")
     if answer != "started":
