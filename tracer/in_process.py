@@ -216,15 +216,22 @@ def _start_helper(
             start_new_session=True,  # a Ctrl-C in the notebook is for the user's code
         )
     except OSError as e:
-        warn(f"the sampler and py-spy did not start ({e})")
+        _helper_failed(options, statuses, str(e))
         return None
     allow_tracer(helper.pid)
     answer = _ask(helper, "start")
     if answer != "started":
-        warn(f"the sampler and py-spy did not start ({answer or 'no answer'})")
+        _helper_failed(options, statuses, answer or "no answer")
         _end_helper(helper)
         return None
     return helper
+
+
+def _helper_failed(options: RecordOptions, statuses: dict[str, SourceStatus], reason: str) -> None:
+    warn(f"the sampler and py-spy did not start ({reason})")
+    for name, wanted in (("os_sampler", options.sampler), ("pyspy", options.pyspy)):
+        if wanted:
+            statuses[name] = SourceStatus(SourceState.FAILED, f"helper process: {reason}")
 
 
 def _ask(helper: subprocess.Popen[str], line: str) -> str:
