@@ -9,6 +9,9 @@ import json
 import math
 import os
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +205,58 @@ def test_toggling_the_recorder_needs_tftrace_record_as_the_parent():
     with pytest.raises(SystemExit, match="not `tftrace record`"):
         w.toggle_targets("recorder")
     assert w.toggle_targets("none") == []
+
+
+def test_toggling_the_helper_needs_an_in_code_recording():
+    with pytest.raises(SystemExit, match="--toggle helper needs --in-code"):
+        w.parse_args(["--paired=2", "--toggle=helper"])
+    args = w.parse_args(["--paired=2", "--toggle=helper", "--in-code", "runs/x"])
+    assert (args.in_code, args.in_code_pyspy) == ("runs/x", False)
+    assert w.parse_args(["--in-code", "runs/x", "--in-code-pyspy"]).in_code_pyspy
+    with pytest.raises(SystemExit, match=r"no tftrace\.tracer\.attach helper"):
+        w.toggle_targets("helper")  # this process has no helper child
+    assert isinstance(w.recording(w.parse_args([])), type(w.contextlib.nullcontext()))
+
+
+def _fake_helper(tmp_path: Path, pyspy: bool) -> subprocess.Popen:
+    """A child whose command line names tftrace.tracer.attach and a config, as the helper's."""
+    config = tmp_path / "attach.json"
+    config.write_text(json.dumps({"pyspy": pyspy}))
+    code = "import time; time.sleep(30)"
+    return subprocess.Popen([sys.executable, "-c", code, "tftrace.tracer.attach", str(config)])
+
+
+def _state(pid: int) -> str:
+    raw = Path(f"/proc/{pid}/stat").read_bytes()
+    return raw[raw.rindex(b")") + 2 :].split()[0].decode()
+
+
+def _settled_state(pid: int, stopped: bool) -> str:
+    """The process's state once it is (or is no longer) stopped, or after 5 s: a signal takes
+    effect when the process is next scheduled."""
+    deadline = time.monotonic() + 5
+    while (_state(pid) == "T") != stopped and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _state(pid)
+
+
+def test_the_workload_stops_its_helper_and_continues_it_even_when_a_chunk_fails(tmp_path):
+    helper = _fake_helper(tmp_path, pyspy=False)
+    try:
+        assert w.attach_helper() == (helper.pid, False)
+        assert w.toggle_targets("helper") == [("helper", helper.pid)]
+        states = []
+
+        def step(i: int) -> None:
+            states.append(_settled_state(helper.pid, stopped=True))
+            raise RuntimeError("the workload failed")
+
+        args = argparse.Namespace(paired=2, chunk_steps=2, settle_steps=1, toggle="helper")
+        with pytest.raises(RuntimeError):
+            w.run_paired(step, args)
+        assert states == ["T"]  # the first chunk is "off": the helper was stopped
+        # Continued on the way out: the profile block can end.
+        assert _settled_state(helper.pid, stopped=False) != "T"
+    finally:
+        helper.kill()
+        helper.wait()

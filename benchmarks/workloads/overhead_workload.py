@@ -11,21 +11,27 @@ steps are timed and one line is printed:
     WORKLOAD_SECONDS=<float>
 
 Run it plain (``python benchmarks/workloads/overhead_workload.py``) or under
-``tftrace record``; the line is the same either way.
+``tftrace record``; the line is the same either way. ``--in-code DIR`` records the timed
+part in code instead, ``with tftrace.profile(DIR, tf_profiler=False, pyspy=False)``
+(``--in-code-pyspy``: py-spy on): the OS sampler, and py-spy, then run in a helper child
+process of this one (``python -m tftrace.tracer.attach``), py-spy a child of the helper.
 
 Paired mode (``--paired N``, instead of ``--steps``): N pairs of adjacent chunks of
-``--chunk-steps`` steps, one chunk of each pair "on" and one "off", in ABBA order
-(off on, on off, off on, ...) so that a linear drift of the machine cancels. With
-``--toggle recorder`` the workload must run under ``tftrace record``: it stops its
-parent, the recorder (the /proc sampler is one of its threads), and the recorder's
-py-spy child with SIGSTOP for the "off" chunks and continues them with SIGCONT for
-the "on" ones; the TF profiler and tftrace's in-process bootstrap stay on in both.
+``--chunk-steps`` steps, one chunk of each pair "on" and one "off", in ABBA order (off on,
+on off, off on, ...) so that a linear drift of the machine cancels. With
+``--toggle recorder`` the workload must run under ``tftrace record``: it stops its parent,
+the recorder (the /proc sampler is one of its threads), and the recorder's py-spy child with
+SIGSTOP for the "off" chunks and continues them with SIGCONT for the "on" ones; the TF
+profiler and tftrace's in-process bootstrap stay on in both. ``--toggle helper`` (with
+``--in-code``) stops and continues the recording's helper and its py-spy child the same
+way; the in-process part of ``tftrace.profile`` (the thread identity watcher) stays on in
+both, and the helper runs again before the block ends (its stop handshake needs it).
 ``--toggle none`` changes nothing between the two (an A/A control: the ratio is the
 estimator's noise floor). Each chunk is preceded by ``--settle-steps`` untimed steps:
-py-spy takes the samples it missed while stopped in a burst once continued, and that
-burst must not land in the timed chunk. Besides WORKLOAD_SECONDS (the sum of the
-timed chunks), one JSON line is printed at the end (the recorder tees the workload's
-stdout, and a stopped recorder reads nothing):
+py-spy takes the samples it missed while stopped in a burst once continued, and that burst
+must not land in the timed chunk. Besides WORKLOAD_SECONDS (the sum of the timed chunks),
+one JSON line is printed at the end (the recorder tees the workload's stdout, and a
+stopped recorder reads nothing):
 
     PAIRED_CHUNKS={"toggled": [...], "on": {"seconds": [...], "nivcsw": [...],
                    "cpu_seconds": [...]}, "off": {...}, "stopped_seconds": ...}
@@ -72,11 +78,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--toggle",
-        choices=("none", "recorder"),
+        choices=("none", "recorder", "helper"),
         default="none",
-        help="what the 'off' chunks stop (--paired): nothing, or the tftrace recorder and py-spy",
+        help="what the 'off' chunks stop (--paired): nothing, the tftrace recorder and py-spy, "
+        "or the --in-code recording's helper and py-spy",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--in-code",
+        metavar="DIR",
+        help="record the timed part with tftrace.profile(DIR, tf_profiler=False, pyspy=False)",
+    )
+    parser.add_argument(
+        "--in-code-pyspy", action="store_true", help="with --in-code: py-spy on (pyspy=True)"
+    )
+    args = parser.parse_args(argv)
+    if args.toggle == "helper" and args.in_code is None:
+        sys.exit("error: --toggle helper needs --in-code DIR (the helper is that recording's)")
+    return args
 
 
 def chunk_is_on(index: int) -> bool:
@@ -142,9 +160,9 @@ def parent_recorder() -> tuple[int, list[bytes]]:
     return ppid, args
 
 
-def children_named(parent: int, comm: str) -> list[int]:
-    """Processes whose parent is ``parent`` and whose name (comm) is ``comm``."""
-    found = []
+def children_of(parent: int) -> dict[int, str]:
+    """The processes whose parent is ``parent``: pid -> name (comm)."""
+    found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -153,25 +171,53 @@ def children_named(parent: int, comm: str) -> list[int]:
         except OSError:
             continue  # gone since the listing
         close = raw.rindex(b")")  # the name may hold spaces and ')'
-        name = raw[raw.index(b"(") + 1 : close].decode(errors="replace")
-        if name == comm and int(raw[close + 2 :].split()[1]) == parent:
-            found.append(int(entry.name))
+        if int(raw[close + 2 :].split()[1]) == parent:
+            found[int(entry.name)] = raw[raw.index(b"(") + 1 : close].decode(errors="replace")
     return found
+
+
+def children_named(parent: int, comm: str) -> list[int]:
+    """Processes whose parent is ``parent`` and whose name (comm) is ``comm``."""
+    return [pid for pid, name in children_of(parent).items() if name == comm]
+
+
+def attach_helper() -> tuple[int, bool]:
+    """This process's ``tftrace.profile`` helper (a child running ``tftrace.tracer.attach``)
+    and whether its config runs py-spy; exits when there is none."""
+    for pid in children_of(os.getpid()):
+        try:
+            args = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue
+        if b"tftrace.tracer.attach" not in args:
+            continue
+        try:  # python -m tftrace.tracer.attach CONFIG
+            config = json.loads(Path(os.fsdecode(args[-1])).read_text())
+        except (OSError, ValueError):
+            config = {}
+        return pid, bool(config.get("pyspy", True))
+    sys.exit(
+        "error: --toggle helper: no tftrace.tracer.attach helper among this process's children"
+    )
 
 
 def toggle_targets(toggle: str) -> list[tuple[str, int]]:
     """What the "off" chunks stop: (name, pid). py-spy is looked for only now, after the
-    warm-up, and waited for a while when the recorder's options leave it on."""
+    warm-up, and waited for a while when the recording's options leave it on."""
     if toggle == "none":
         return []
-    recorder, args = parent_recorder()
-    deadline = time.monotonic() + (0 if b"--no-pyspy" in args else PYSPY_WAIT_S)
+    if toggle == "helper":
+        name, (parent, wants_pyspy) = "helper", attach_helper()
+    else:
+        name, (parent, args) = "recorder", parent_recorder()
+        wants_pyspy = b"--no-pyspy" not in args
+    deadline = time.monotonic() + (PYSPY_WAIT_S if wants_pyspy else 0)
     while True:
-        pyspy = children_named(recorder, "py-spy")
+        pyspy = children_named(parent, "py-spy")
         if pyspy or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    return [("recorder", recorder), *(("py-spy", pid) for pid in pyspy)]
+    return [(name, parent), *(("py-spy", pid) for pid in pyspy)]
 
 
 def set_running(pids: list[int], running: bool) -> None:
@@ -201,7 +247,7 @@ def run_paired(step: Callable[[int], Any], args: argparse.Namespace) -> dict[str
             if pids and not on:
                 stopped += time.perf_counter() - t_state
     finally:
-        set_running(pids, True)  # never leave the recorder stopped
+        set_running(pids, True)  # never leave the recorder (or the helper) stopped
     return {
         "toggled": [name for name, _ in targets],
         "on": chunks[True],
@@ -210,19 +256,32 @@ def run_paired(step: Callable[[int], Any], args: argparse.Namespace) -> dict[str
     }
 
 
+def recording(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
+    """``tftrace.profile`` around the timed part with ``--in-code``; nothing otherwise."""
+    if args.in_code is None:
+        return contextlib.nullcontext()
+    import tftrace
+
+    return tftrace.profile(args.in_code, tf_profiler=False, pyspy=args.in_code_pyspy)
+
+
 def main() -> None:
     args = parse_args()
     step = make_step(args)
     run_steps(step, args.warmup)
     if args.paired:
-        paired = run_paired(step, args)
+        # run_paired continues what it stopped before it returns: the block ends with the
+        # helper running.
+        with recording(args):
+            paired = run_paired(step, args)
         total = sum(paired["on"]["seconds"]) + sum(paired["off"]["seconds"])
         print(f"WORKLOAD_SECONDS={total:.6f}")
         print(f"PAIRED_CHUNKS={json.dumps(paired)}", flush=True)
         return
-    t0 = time.perf_counter()
-    run_steps(step, args.steps)
-    elapsed = time.perf_counter() - t0
+    with recording(args):
+        t0 = time.perf_counter()
+        run_steps(step, args.steps)
+        elapsed = time.perf_counter() - t0
     print(f"WORKLOAD_SECONDS={elapsed:.6f}", flush=True)
 
 
