@@ -23,10 +23,24 @@ RUN_TIMEOUT_S = 900.0
 @dataclass(frozen=True)
 class Config:
     name: str
-    record_flags: tuple[str, ...] | None  # None: plain ``python``, no tftrace
+    record_flags: tuple[str, ...] | None  # None: plain ``python``, not ``tftrace record``
     sources: tuple[str, ...]  # sources the run manifest must show as recorded
+    # Not None: plain ``python``, the workload recording itself with ``tftrace.profile``
+    # (``--in-code RUN_DIR`` and these flags of its own)
+    in_code_flags: tuple[str, ...] | None = None
+
+    @property
+    def records(self) -> bool:
+        """The run leaves a run directory (and its manifest) behind."""
+        return self.record_flags is not None or self.in_code_flags is not None
 
     def describe(self) -> str:
+        if self.in_code_flags is not None:
+            pyspy = "--in-code-pyspy" in self.in_code_flags
+            return (
+                f"python overhead_workload.py --in-code DIR{' --in-code-pyspy' * pyspy}: "
+                f"tftrace.profile(DIR, tf_profiler=False, pyspy={pyspy})"
+            )
         if self.record_flags is None:
             return "python overhead_workload.py"
         return " ".join(("tftrace record", *self.record_flags))
@@ -39,7 +53,12 @@ CONFIGS = (
     Config("tf-profiler", ("--no-pyspy", "--no-sampler"), ("tf_profiler",)),
     Config("all", (), ("tf_profiler", "os_sampler", "pyspy")),
 )
-CONFIG = {c.name: c for c in CONFIGS}
+# The in-code path (paired mode only): the sampler, and py-spy, in tftrace.profile's helper
+IN_CODE_CONFIGS = (
+    Config("in-code sampler", None, ("os_sampler",), ()),
+    Config("in-code sampler+pyspy", None, ("os_sampler", "pyspy"), ("--in-code-pyspy",)),
+)
+CONFIG = {c.name: c for c in (*CONFIGS, *IN_CODE_CONFIGS)}
 
 
 @dataclass
@@ -48,6 +67,7 @@ class Run:
 
     stdout: str
     process_s: float
+    recorded_s: float | None = None  # the recording's span (manifest clock), when recorded
     problems: list[str] = field(default_factory=list)  # expected sources that did not record
     source_cpu_s: dict[str, float] = field(default_factory=dict)  # kernel-counted, per source
     source_notes: list[str] = field(default_factory=list)  # samples taken, late ticks, errors
@@ -66,6 +86,8 @@ def run_env() -> dict[str, str]:
 
 def command(config: Config, workload_args: tuple[str, ...], run_dir: Path) -> list[str]:
     workload = [str(WORKLOAD), *workload_args]
+    if config.in_code_flags is not None:
+        return [sys.executable, *workload, "--in-code", str(run_dir), *config.in_code_flags]
     if config.record_flags is None:
         return [sys.executable, *workload]
     flags = [*config.record_flags, "-o", str(run_dir)]
@@ -88,12 +110,14 @@ def run_config(config: Config, workload_args: tuple[str, ...], scratch: Path, in
     try:
         if proc.returncode != 0:
             raise RunFailed(failure(config, cmd, proc))
-        if config.record_flags is None:
+        if not config.records:
             return Run(proc.stdout, process_s)
-        sources = manifest_sources(run_dir)
+        data = read_manifest(run_dir)
+        sources = manifest_sources(data)
         return Run(
             proc.stdout,
             process_s,
+            recorded_seconds(data),
             source_problems(sources, config.sources),
             source_cpu_seconds(sources),
             source_notes(sources),
@@ -109,13 +133,36 @@ def failure(config: Config, cmd: list[str], proc: subprocess.CompletedProcess[st
     )
 
 
-def manifest_sources(run_dir: Path) -> dict[str, Any] | str:
-    """The manifest's ``sources`` section, or why it could not be read."""
+def read_manifest(run_dir: Path) -> dict[str, Any] | str:
+    """The run's manifest, or why it could not be read."""
     try:
-        sources: dict[str, Any] = json.loads((run_dir / "manifest.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError) as e:
+        data: dict[str, Any] = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError) as e:
         return f"manifest unreadable: {e}"
+    return data
+
+
+def manifest_sources(data: dict[str, Any] | str) -> dict[str, Any] | str:
+    """The manifest's ``sources`` section, or why it could not be read."""
+    if isinstance(data, str):
+        return data
+    if not isinstance(data.get("sources"), dict):
+        return "manifest unreadable: no sources section"
+    sources: dict[str, Any] = data["sources"]
     return sources
+
+
+def recorded_seconds(data: dict[str, Any] | str) -> float | None:
+    """How long the recording lasted by the manifest's clock (its start to its end): the
+    whole ``tftrace record`` run, or the ``tftrace.profile`` block; None when not said."""
+    if isinstance(data, str):
+        return None
+    try:
+        clock = data["clock"]
+        span = clock["end"]["monotonic_ns"] - clock["start"]["monotonic_ns"]
+    except (KeyError, TypeError):
+        return None
+    return span / 1e9 if isinstance(span, int) and span > 0 else None
 
 
 def source_problems(sources: dict[str, Any] | str, expected: tuple[str, ...]) -> list[str]:

@@ -7,17 +7,27 @@ thread of the ``tftrace record`` process) and py-spy (the recorder's child proce
 outside the workload's process, so the workload switches them off and on itself
 (``overhead_workload.py --paired N --toggle recorder``): SIGSTOP to the recorder and
 py-spy for the "off" chunks of steps, SIGCONT for the "on" chunks, in ABBA order (off on,
-on off, ...) so that a linear drift cancels. Each pair is two adjacent chunks, one of
-each; a ratio is the median over pairs of on time / off time, with its 95 % confidence
-interval. One run per configuration:
+on off, ...) so that a linear drift cancels. The in-code path (``tftrace.profile``) runs
+the same two sources in a helper child process of the workload (py-spy the helper's
+child), which the workload toggles the same way (``--toggle helper --in-code DIR``). Each
+pair is two adjacent chunks, one of each; a ratio is the median over pairs of on time /
+off time, with its 95 % confidence interval. One run per configuration:
 
-    A/A  plain          python overhead_workload.py, nothing toggled: the ratio must be
-                        ~1.000 (the estimator's noise floor and bias check)
-    (a)  sampler        tftrace record --no-tf-profiler --no-pyspy        <= 1.02
-    (b)  sampler+pyspy  tftrace record --no-tf-profiler                   <= 1.03
-    (c)  all            tftrace record: the TF profiler and tftrace's in-process
-                        bootstrap stay on in both states, so this is what the
-                        out-of-process sources add on top of them          <= 1.03
+    A/A   plain          python overhead_workload.py, nothing toggled: the ratio must be
+                         ~1.000 (the estimator's noise floor and bias check)
+    (a)   sampler        tftrace record --no-tf-profiler --no-pyspy        <= 1.02
+    (b)   sampler+pyspy  tftrace record --no-tf-profiler                   <= 1.03
+    (c)   all            tftrace record: the TF profiler and tftrace's in-process
+                         bootstrap stay on in both states, so this is what the
+                         out-of-process sources add on top of them          <= 1.03
+    (a')  in-code sampler
+                         the paired chunks in ``with tftrace.profile(DIR,
+                         tf_profiler=False, pyspy=False)``: its helper toggled  <= 1.02
+    (b')  in-code sampler+pyspy
+                         the same with pyspy=True: the helper and py-spy       <= 1.03
+
+In (a') and (b') the in-process part of the recording (the thread identity watcher) stays
+on in both states, as tftrace's bootstrap does in (a) to (c).
 
 ``--until-precise MAX`` repeats the runs of a configuration (pooling their pairs) until its
 interval is narrower than the target's margin (0.02 for the A/A control), or MAX runs.
@@ -51,7 +61,7 @@ from overhead_runs import (
     tail,
 )
 
-PAIRS_DEFAULT = 400  # ~50 s of chunks per run: ~5 min for the four runs on 2 cores
+PAIRS_DEFAULT = 400  # ~50 s of chunks per run: ~8 min for the six runs on 2 cores
 PAIRS_QUICK = 8
 QUICK_WORKLOAD_ARGS = (
     "--warmup=2",
@@ -73,6 +83,9 @@ class PairedComparison:
 
     @property
     def toggle(self) -> str:
+        """The workload's ``--toggle``: the recorder, the in-code helper, or nothing."""
+        if self.config.in_code_flags is not None:
+            return "helper"
         return "none" if self.config.record_flags is None else "recorder"
 
     @property
@@ -80,7 +93,7 @@ class PairedComparison:
         """What the workload must report having stopped for the "off" chunks."""
         if self.toggle == "none":
             return ()
-        return ("recorder", "py-spy") if "pyspy" in self.config.sources else ("recorder",)
+        return (self.toggle, "py-spy") if "pyspy" in self.config.sources else (self.toggle,)
 
     @property
     def margin(self) -> float:
@@ -92,7 +105,10 @@ COMPARISONS = (
     PairedComparison("(a)", CONFIG["sampler"], 1.02),
     PairedComparison("(b)", CONFIG["sampler+pyspy"], 1.03),
     PairedComparison("(c)", CONFIG["all"], 1.03),
+    PairedComparison("(a')", CONFIG["in-code sampler"], 1.02),
+    PairedComparison("(b')", CONFIG["in-code sampler+pyspy"], 1.03),
 )
+NAME_WIDTH = max(len(c.config.name) for c in COMPARISONS) + 2
 
 
 @dataclass(frozen=True)
@@ -198,7 +214,7 @@ def measure_paired(
             result = run(comp, index)
             results[comp.label].append(result)
             print(
-                f"run {round_no}/{last}  {comp.config.name:<14}"
+                f"run {round_no}/{last}  {comp.config.name:<{NAME_WIDTH}}"
                 f" on/off {statistics.median(result.chunks.ratios()):6.3f}"
                 f"  ({len(result.chunks.on.seconds)} pairs, {result.run.process_s:6.1f} s)",
                 file=sys.stderr,
@@ -224,9 +240,9 @@ def quotient(on: float, off: float) -> float:
 
 
 def source_cpu_shares(runs: list[PairedRun]) -> dict[str, float]:
-    """Each source's own CPU seconds per second it ran (the process's time, less the time
-    the workload kept it stopped)."""
-    ran_s = sum(r.run.process_s - r.chunks.stopped_seconds for r in runs)
+    """Each source's own CPU seconds per second it ran: the recording's time (the manifest's;
+    the process's without one), less the time the workload kept it stopped."""
+    ran_s = sum((r.run.recorded_s or r.run.process_s) - r.chunks.stopped_seconds for r in runs)
     names = sorted({name for r in runs for name in r.run.source_cpu_s})
     return {name: sum(r.run.source_cpu_s.get(name, 0.0) for r in runs) / ran_s for name in names}
 
@@ -269,8 +285,8 @@ def summary(runs: list[PairedRun]) -> tuple[float, tuple[float, float]]:
 def render_ratios(results: dict[str, list[PairedRun]]) -> list[str]:
     lines = [
         "Workload chunk time, sources on / off (median over pairs, 95 % CI):",
-        f"  {'':<6}{'configuration':<15}{'runs':>4}{'pairs':>7}{'on/off':>8}  {'95 % CI':<13}"
-        "  target",
+        f"  {'':<6}{'configuration':<{NAME_WIDTH}}{'runs':>4}{'pairs':>7}{'on/off':>8}  "
+        f"{'95 % CI':<13}  target",
     ]
     for comp in COMPARISONS:
         runs = results[comp.label]
@@ -279,7 +295,8 @@ def render_ratios(results: dict[str, list[PairedRun]]) -> list[str]:
         target = "~ 1" if comp.target is None else f"<= {comp.target:.2f}"
         pairs = len(pooled_ratios(runs))
         lines.append(
-            f"  {comp.label:<6}{comp.config.name:<15}{len(runs):>4}{pairs:>7}{ratio:>8.3f}  "
+            f"  {comp.label:<6}{comp.config.name:<{NAME_WIDTH}}{len(runs):>4}{pairs:>7}"
+            f"{ratio:>8.3f}  "
             f"{ci:<13}  {target:<8} {verdict(ratio, (lo, hi), comp, problems_of(runs, comp))}"
         )
     return lines
@@ -288,8 +305,8 @@ def render_ratios(results: dict[str, list[PairedRun]]) -> list[str]:
 def render_causes(results: dict[str, list[PairedRun]]) -> list[str]:
     lines = [
         "Where a slowdown comes from (the workload process, over all its chunks):",
-        f"  {'':<21}{'involuntary switches/s':>24}      {'CPU seconds/s':>20}",
-        f"  {'configuration':<21}{'on':>8}{'off':>8}{'ratio':>8}      "
+        f"  {'':<{NAME_WIDTH}}{'involuntary switches/s':>24}      {'CPU seconds/s':>20}",
+        f"  {'configuration':<{NAME_WIDTH}}{'on':>8}{'off':>8}{'ratio':>8}      "
         f"{'on':>6}{'off':>7}{'ratio':>7}",
     ]
     for comp in COMPARISONS:
@@ -297,7 +314,7 @@ def render_causes(results: dict[str, list[PairedRun]]) -> list[str]:
         switches = on_off(runs, lambda s: s.nivcsw)
         cpu = on_off(runs, lambda s: s.cpu_seconds)
         lines.append(
-            f"  {comp.config.name:<21}{switches[0]:>8.0f}{switches[1]:>8.0f}"
+            f"  {comp.config.name:<{NAME_WIDTH}}{switches[0]:>8.0f}{switches[1]:>8.0f}"
             f"{quotient(*switches):>8.3f}      {cpu[0]:>6.2f}{cpu[1]:>7.2f}{quotient(*cpu):>7.3f}"
         )
     return lines
@@ -307,18 +324,17 @@ def render_sources(results: dict[str, list[PairedRun]]) -> list[str]:
     lines = ["Sources' own CPU time (kernel accounting), per second they ran; what they report:"]
     for comp in COMPARISONS:
         runs = results[comp.label]
+        column = f"{comp.config.name:<{NAME_WIDTH}}"
         for name, share in source_cpu_shares(runs).items():
-            lines.append(f"  {comp.config.name:<15}{name:<12}{100 * share:6.2f} % of one core")
+            lines.append(f"  {column}{name:<12}{100 * share:6.2f} % of one core")
         for run_no, r in enumerate(runs, 1):
             if r.run.source_notes:
-                lines.append(
-                    f"  {comp.config.name:<15}run {run_no}: {'; '.join(r.run.source_notes)}"
-                )
+                lines.append(f"  {column}run {run_no}: {'; '.join(r.run.source_notes)}")
     return lines
 
 
 def render(results: dict[str, list[PairedRun]], quick: bool) -> str:
-    header = "tftrace record overhead, paired chunks"
+    header = "tftrace record and tftrace.profile overhead, paired chunks"
     if quick:
         header += "  [--quick: tiny workload, a smoke run; the ratios mean nothing]"
     lines = [
@@ -332,9 +348,10 @@ def render(results: dict[str, list[PairedRun]], quick: bool) -> str:
         "",
         "on/off = median over pairs of adjacent chunks (ABBA order) of on time / off time;",
         "off: the recorder (its /proc sampler thread) and py-spy stopped with SIGSTOP by the",
-        "workload; the TF profiler stays on in both states. A stopped sampler's next tick is",
-        "late: about one late tick per resume is expected. configurations:",
-        *[f"  {c.config.name:<15}{c.config.describe()}" for c in COMPARISONS],
+        "workload (in-code: tftrace.profile's helper process and its py-spy); the TF profiler",
+        "and tftrace's in-process part stay on in both states. A stopped sampler's next tick",
+        "is late: about one late tick per resume is expected. configurations:",
+        *[f"  {c.config.name:<{NAME_WIDTH}}{c.config.describe()}" for c in COMPARISONS],
     ]
     for comp in COMPARISONS:
         for problem in problems_of(results[comp.label], comp):
@@ -362,6 +379,7 @@ def comparison_json(comp: PairedComparison, runs: list[PairedRun]) -> dict[str, 
         "runs": [
             {
                 "process_seconds": r.run.process_s,
+                "recorded_seconds": r.run.recorded_s,
                 "stopped_seconds": r.chunks.stopped_seconds,
                 "toggled": list(r.chunks.toggled),
                 "on": vars(r.chunks.on),

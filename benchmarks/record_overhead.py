@@ -1,9 +1,10 @@
-"""How much ``tftrace record`` slows a fixed TensorFlow workload down.
+"""How much ``tftrace record`` (and ``tftrace.profile``, in code) slows a fixed TensorFlow
+workload down.
 
 Run it from the repository root with the project's virtualenv (``tftrace`` must be
 importable by the interpreter that runs this script):
 
-    .venv/bin/python benchmarks/record_overhead.py                # paired chunks, ~5 min, 2 cores
+    .venv/bin/python benchmarks/record_overhead.py                # paired chunks, ~8 min, 2 cores
     .venv/bin/python benchmarks/record_overhead.py --until-precise 4  # runs until CIs < margin
     .venv/bin/python benchmarks/record_overhead.py --quick        # smoke run: tiny sizes
     .venv/bin/python benchmarks/record_overhead.py --whole-runs   # 5 rounds of whole runs
@@ -14,6 +15,8 @@ Ratios and their targets:
     (a) sampler / plain            <= 1.02   cost of the /proc thread sampler
     (b) sampler+pyspy / plain      <= 1.03   cost of the sampler and py-spy together
     (c) all / tf-profiler          <= 1.03   what tftrace adds on top of the TF profiler
+    (a') in-code sampler           <= 1.02   the same, recorded by ``tftrace.profile``
+    (b') in-code sampler+pyspy     <= 1.03     (paired mode only)
 
 Each ratio comes with its 95 % confidence interval (distribution-free, from order
 statistics); ``--until-precise MAX`` measures more until every interval is narrower than
@@ -26,8 +29,11 @@ differ by 5-10 % on a shared machine, more than the margins. The sampler (a thre
 the workload itself stops them (SIGSTOP) and continues them (SIGCONT) between short chunks
 of steps, and a ratio compares adjacent chunks of one run: on time / off time, median over
 the pairs. One run of each configuration (``--repeats`` for more): an A/A control (plain,
-nothing toggled, ~1.000: the estimator's noise floor), sampler (a), sampler+pyspy (b) and
-all (c: the TF profiler stays on in both states, so it is its own baseline). Beside the
+nothing toggled, ~1.000: the estimator's noise floor), sampler (a), sampler+pyspy (b),
+all (c: the TF profiler stays on in both states, so it is its own baseline), and the
+in-code path: the chunks run inside ``with tftrace.profile(DIR, tf_profiler=False)``,
+whose sampler and py-spy run in a helper child process of the workload, which stops and
+continues that helper and its py-spy instead (a': pyspy=False; b': py-spy on). Beside the
 ratios: the workload process's involuntary context switches and CPU seconds per second, on
 and off, and the sources' own CPU time.
 

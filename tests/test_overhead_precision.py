@@ -1,6 +1,7 @@
 """The recording-overhead benchmark's statistics on hand-built data: whole-run rounds and
 paired chunks, a ratio's 95 % confidence interval, "precise" once it is narrower than the
-target's margin, and the workload's paired-chunk output."""
+target's margin, the workload's paired-chunk output, and the in-code configurations
+(``tftrace.profile``, its helper toggled)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def test_precise_once_the_interval_is_narrower_than_the_margin():
 p = load_benchmark("paired_overhead")
 w = load_benchmark("workloads/overhead_workload")  # its TensorFlow import waits for main()
 AA, SAMPLER, PYSPY = p.COMPARISONS[0], p.COMPARISONS[1], p.COMPARISONS[2]
+IN_CODE = {c.label: c for c in p.COMPARISONS}["(a')"]
+IN_CODE_PYSPY = {c.label: c for c in p.COMPARISONS}["(b')"]
+NAMES = [c.config.name for c in p.COMPARISONS]
 
 
 def _chunks(on: list[float], off: list[float], toggled: tuple[str, ...] = ()) -> object:
@@ -117,20 +121,20 @@ def _fake_runs(ratios_by_config: dict[str, list[float]]) -> tuple[object, list[s
 def test_until_precise_adds_runs_only_to_configurations_whose_interval_is_too_wide():
     steady = [1.010 + 0.001 * (i % 5) for i in range(40)]  # an interval 0.004 wide
     noisy = [1.0 + 0.05 * (-1) ** i * (i % 7) for i in range(40)]  # far wider than 0.03
-    run, calls = _fake_runs(
-        {"plain": steady, "sampler": steady, "sampler+pyspy": noisy, "all": steady}
-    )
+    ratios = dict.fromkeys(NAMES, steady)
+    ratios["sampler+pyspy"] = ratios["in-code sampler"] = noisy
+    run, calls = _fake_runs(ratios)
     results = p.measure_paired(run, repeats=1, until_precise=4)
-    assert [len(results[c.label]) for c in p.COMPARISONS] == [1, 1, 4, 1]
-    assert calls[:4] == ["plain", "sampler", "sampler+pyspy", "all"]
-    assert calls[4:] == ["sampler+pyspy"] * 3
+    assert [len(results[c.label]) for c in p.COMPARISONS] == [1, 1, 4, 1, 4, 1]
+    assert calls[:6] == NAMES
+    assert calls[6:] == ["sampler+pyspy", "in-code sampler"] * 3
 
 
 def test_without_until_precise_each_configuration_runs_repeats_times():
-    run, calls = _fake_runs(dict.fromkeys(("plain", "sampler", "sampler+pyspy", "all"), [1.0] * 3))
+    run, calls = _fake_runs(dict.fromkeys(NAMES, [1.0] * 3))
     results = p.measure_paired(run, repeats=2, until_precise=None)
     assert all(len(runs) == 2 for runs in results.values())
-    assert len(calls) == 8
+    assert len(calls) == 12
 
 
 def test_precise_once_the_pooled_interval_is_narrower_than_the_margin():
@@ -205,6 +209,90 @@ def test_toggling_the_recorder_needs_tftrace_record_as_the_parent():
     with pytest.raises(SystemExit, match="not `tftrace record`"):
         w.toggle_targets("recorder")
     assert w.toggle_targets("none") == []
+
+
+# The in-code path: tftrace.profile's helper (and its py-spy) toggled instead of the recorder.
+
+
+def test_the_in_code_configurations_toggle_the_helper_against_the_recorders_targets():
+    assert [c.label for c in p.COMPARISONS] == ["A/A", "(a)", "(b)", "(c)", "(a')", "(b')"]
+    assert (IN_CODE.config.name, IN_CODE.target) == ("in-code sampler", SAMPLER.target)
+    assert (IN_CODE_PYSPY.config.name, IN_CODE_PYSPY.target) == ("in-code sampler+pyspy", 1.03)
+    assert IN_CODE.toggle == IN_CODE_PYSPY.toggle == "helper"
+    assert (SAMPLER.toggle, AA.toggle) == ("recorder", "none")
+    assert IN_CODE.expected_toggled == ("helper",)
+    assert IN_CODE_PYSPY.expected_toggled == ("helper", "py-spy")
+    assert IN_CODE.margin == pytest.approx(0.02) and IN_CODE_PYSPY.margin == pytest.approx(0.03)
+    problems = p.problems_of([_paired_run([1.0] * 6, ("helper",))], IN_CODE_PYSPY)
+    assert problems == ["the workload stopped helper, not helper, py-spy"]
+
+
+def test_an_in_code_run_is_a_plain_python_run_that_records_into_its_run_directory(tmp_path):
+    r = load_benchmark("overhead_runs")
+    sampler, pyspy = r.CONFIG["in-code sampler"], r.CONFIG["in-code sampler+pyspy"]
+    assert sampler.records and pyspy.records and not r.CONFIG["plain"].records
+    assert sampler.sources == ("os_sampler",) and pyspy.sources == ("os_sampler", "pyspy")
+    # Not among the whole-run configurations: the in-code path is measured in paired chunks.
+    assert sampler not in r.CONFIGS and pyspy not in r.CONFIGS
+    run_dir = tmp_path / "run-005"
+    cmd = r.command(pyspy, ("--paired=3", "--toggle=helper"), run_dir)
+    assert cmd == [
+        sys.executable,
+        str(r.WORKLOAD),
+        "--paired=3",
+        "--toggle=helper",
+        "--in-code",
+        str(run_dir),
+        "--in-code-pyspy",
+    ]
+    assert r.command(sampler, (), run_dir)[-2:] == ["--in-code", str(run_dir)]
+    assert "pyspy=False" in sampler.describe() and "pyspy=True" in pyspy.describe()
+
+
+def test_the_recordings_span_comes_from_the_manifests_clock():
+    r = load_benchmark("overhead_runs")
+    data = {
+        "clock": {
+            "start": {"monotonic_ns": 5_000_000_000},
+            "end": {"monotonic_ns": 57_500_000_000},
+        },
+        "sources": {"os_sampler": {"state": "recorded", "cpu_seconds": 0.8}},
+    }
+    assert r.recorded_seconds(data) == pytest.approx(52.5)
+    assert r.recorded_seconds({"clock": {"start": {"monotonic_ns": 1}}}) is None
+    assert r.recorded_seconds("manifest unreadable: gone") is None
+    assert r.source_cpu_seconds(r.manifest_sources(data)) == {"os_sampler": 0.8}
+    assert r.manifest_sources({}) == "manifest unreadable: no sources section"
+
+
+def test_source_cpu_is_per_second_of_the_recording_when_the_manifest_says_it():
+    # An in-code recording spans the profile block (40 s), not the whole process (60 s).
+    run = p.Run("", 60.0, recorded_s=40.0, source_cpu_s={"os_sampler": 0.3, "pyspy": 1.5})
+    chunks = _chunks([0.05] * 4, [0.05] * 4, ("helper", "py-spy"))
+    shares = p.source_cpu_shares([p.PairedRun(chunks, run)])
+    ran = 40.0 - chunks.stopped_seconds
+    assert shares == pytest.approx({"os_sampler": 0.3 / ran, "pyspy": 1.5 / ran})
+
+
+def _results_of_every_configuration() -> dict:
+    return {
+        c.label: [_paired_run([1.0 + 0.001 * (i % 3) for i in range(10)], c.expected_toggled)]
+        for c in p.COMPARISONS
+    }
+
+
+def test_the_report_and_the_json_show_the_in_code_configurations():
+    results = _results_of_every_configuration()
+    report = p.render(results, quick=False)
+    for comp in (IN_CODE, IN_CODE_PYSPY):
+        rows = [line for line in report.splitlines() if comp.config.name in line]
+        assert any(comp.label in row and "PASS" in row for row in rows)
+        assert any(comp.config.describe() in row for row in rows)
+    assert "warning" not in report
+    data = [p.comparison_json(c, results[c.label]) for c in p.COMPARISONS]
+    in_code = {d["label"]: d for d in data}["(b')"]
+    assert in_code["config"] == "in-code sampler+pyspy" and in_code["target"] == 1.03
+    assert in_code["passed"] is True and in_code["runs"][0]["toggled"] == ["helper", "py-spy"]
 
 
 def test_toggling_the_helper_needs_an_in_code_recording():
