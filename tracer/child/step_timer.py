@@ -7,6 +7,12 @@ drown the difference). The steps are what the profiler would show as steps: oute
 reads here; the process CPU clock is read beside the wall clock so that the CPU use of a
 window can be told.
 
+The same wrapping tells the profiler's steps window (``step_window.py``) where steps begin
+and end: ``on_begin`` runs before an outermost ``tf.function`` call and before a
+``Trace(..., step_num=)`` block is created (TF's ``Trace`` starts its event at creation, and
+only when the profiler runs), ``on_end`` after the call returns and after the block's event
+has ended. ``keep_rows=False`` keeps no rows (the window alone).
+
 Rows go into a flat ``array('q')``, not a list of tuples: thousands of long-lived tuples
 make the garbage collector rescan TensorFlow's large heap, which cost ~50 us per call in
 a loop of tiny tf.function calls.
@@ -18,6 +24,7 @@ import functools
 import threading
 import time
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 from tftrace.analysis.model.vocabulary import STEP_NUM_ARG
@@ -32,8 +39,17 @@ MASK = (1 << 63) - 1  # thread idents kept as non-negative int64
 
 
 class StepTimer:
-    def __init__(self, marker: str | None = None) -> None:
+    def __init__(
+        self,
+        marker: str | None = None,
+        *,
+        keep_rows: bool = True,
+        on_begin: Callable[[], None] | None = None,
+        on_end: Callable[[], None] | None = None,
+    ) -> None:
         self.marker = marker
+        self.keep_rows = keep_rows
+        self.on_begin, self.on_end = on_begin, on_end
         # One row per finished step, 8 int64 each: kind code, name id, step number, thread
         # ident (masked to 63 bits), start ns, end ns (CLOCK_MONOTONIC), process CPU ns at
         # the start and at the end.
@@ -68,6 +84,7 @@ class StepTimer:
         extend, name_id, depth = self.data.extend, self._name_id, self._depth
         monotonic, cpu_clock = time.monotonic_ns, time.process_time_ns
         get_ident = threading.get_ident
+        keep, begin, end = self.keep_rows, self.on_begin, self.on_end
 
         @functools.wraps(original)
         def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -75,16 +92,22 @@ class StepTimer:
             if getattr(depth, "n", 0):
                 return original(fn, *args, **kwargs)
             depth.n = 1
+            if begin is not None:
+                begin()
             t0 = monotonic()
             try:
                 return original(fn, *args, **kwargs)
             finally:
                 t1 = monotonic()
                 depth.n = 0
-                name = name_id(getattr(fn, "__name__", None) or "function")
-                # The steady span needs the CPU clock at step ends only. pthread_t is an
-                # address: masked to fit the int64 array whatever it is.
-                extend((FUNCTION_CODE, name, 0, get_ident() & MASK, t0, t1, 0, cpu_clock()))
+                if keep:
+                    name = name_id(getattr(fn, "__name__", None) or "function")
+                    # The steady span needs the CPU clock at step ends only. pthread_t is
+                    # an address: masked to fit the int64 array whatever it is.
+                    row = (FUNCTION_CODE, name, 0, get_ident() & MASK, t0, t1, 0, cpu_clock())
+                    extend(row)
+                if end is not None:
+                    end()
 
         call.__tftrace_wrapped__ = True  # type: ignore[attr-defined]
         cls.__call__ = call
@@ -95,15 +118,17 @@ class StepTimer:
         if getattr(init, "__tftrace_wrapped__", False):
             return
         data, name_id = self.data, self._name_id
-
-        marker = self.marker
+        marker, keep, begin, end = self.marker, self.keep_rows, self.on_begin, self.on_end
 
         @functools.wraps(init)
         def start(trace: Any, name: Any, **kwargs: Any) -> None:
-            init(trace, name, **kwargs)  # TF starts its clock at creation; so do we
             step = kwargs.get(STEP_NUM_ARG)
+            if step is not None and begin is not None:
+                trace.__tftrace_step__ = True
+                begin()  # before TF's event, which exists only if the profiler runs then
+            init(trace, name, **kwargs)  # TF starts its clock at creation; so do we
             # TF itself opens a Trace per tf.function call: keep only steps and the marker.
-            if step is None and name != marker:
+            if not keep or (step is None and name != marker):
                 return
             try:
                 step = None if step is None else int(step)
@@ -121,7 +146,11 @@ class StepTimer:
                 kind = ANNOTATION_CODE if step is None else STEP_ANNOTATION_CODE
                 ident = threading.get_ident() & MASK
                 data.extend((kind, name_id(name), step or 0, ident, t0, t1, cpu0, cpu1))
-            return exit_(trace, *exc)
+            try:
+                return exit_(trace, *exc)
+            finally:
+                if end is not None and getattr(trace, "__tftrace_step__", False):
+                    end()  # after TF's event ended: the profiler may stop here
 
         start.__tftrace_wrapped__ = True  # type: ignore[attr-defined]
         cls.__init__ = start
