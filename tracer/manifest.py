@@ -23,6 +23,7 @@ from .environment import (
 from .manifest_reader import MANIFEST_KIND
 from .options import RecordOptions
 from .rundir import SCHEMA_VERSION, RunDir
+from .step_range import STEPS_COUNTED
 
 TRACKED_DISTRIBUTIONS = (
     *TF_DISTRIBUTIONS,
@@ -34,8 +35,14 @@ TRACKED_DISTRIBUTIONS = (
 
 
 def initial(
-    options: RecordOptions, run: RunDir, env: dict[str, str], start_anchor: dict[str, int]
+    options: RecordOptions,
+    run: RunDir,
+    env: dict[str, str],
+    start_anchor: dict[str, int],
+    how: str = "record",
 ) -> dict[str, Any]:
+    """The manifest as the run starts. ``how`` says what recorded it: ``"record"`` for
+    ``tftrace record`` / ``tftrace.record`` (``manifest_reader.Recording``)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": MANIFEST_KIND,
@@ -52,6 +59,11 @@ def initial(
             "args": list(options.target.args),
         },
         "workload_command": [sys.executable, *options.target.argv()],
+        "recording": {
+            "how": how,
+            "steps": list(options.steps) if options.steps is not None else None,
+            "steps_counted": STEPS_COUNTED,
+        },
         "host": host_facts(),
         "versions": {
             "python": sys.version.split()[0],

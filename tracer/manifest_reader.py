@@ -241,6 +241,33 @@ class Workload:
         )
 
 
+@dataclass(frozen=True)
+class Recording:
+    """How the run was recorded (``manifest.initial``), so that every command reads it the
+    same way. ``how``: ``"record"`` for ``tftrace record`` / ``tftrace.record`` (also what a
+    manifest written before the block reads as), ``"profile"`` or ``"keras"`` for a recording
+    made from inside the workload's code; None for a bare trace. ``steps``: the profiler's
+    window in steps, ``(A, B)`` for steps A to B-1 counted from 0 (``B`` None: to the end),
+    None when it was not given in steps (the whole run, or ``--delay``/``--duration``).
+    ``steps_counted``: what was counted as a step, in words."""
+
+    how: str | None = "record"
+    steps: tuple[int, int | None] | None = None
+    steps_counted: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Recording:
+        d = _dict(data)
+        pair = _list(d.get("steps"))
+        first, end = (_int(pair[0]), _int(pair[1])) if len(pair) == 2 else (None, None)
+        valid = first is not None and (end is not None or pair[1] is None)
+        return cls(
+            _str(d.get("how")) or "record",
+            (first, end) if first is not None and valid else None,
+            _str(d.get("steps_counted")),
+        )
+
+
 def _target(data: Any) -> Target | None:
     d = _dict(data)
     kind, value = _str(d.get("kind")), _str(d.get("value"))
@@ -267,6 +294,7 @@ class Manifest:
     pools: Mapping[str, PoolSetting] = field(default_factory=dict)  # "inter_op", "intra_op"
     sources: Mapping[str, SourceRecord] = field(default_factory=dict)
     workload: Workload = field(default_factory=Workload)
+    recording: Recording = field(default_factory=lambda: Recording(how=None))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Manifest:
@@ -284,6 +312,7 @@ class Manifest:
             {k: PoolSetting.from_json(v) for k, v in _dict(data.get("pools")).items()},
             {k: SourceRecord.from_json(v) for k, v in _dict(data.get("sources")).items()},
             Workload.from_json(data.get("workload")),
+            Recording.from_json(data.get("recording")) if data else Recording(how=None),
         )
 
     @classmethod

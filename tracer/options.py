@@ -60,6 +60,9 @@ class RecordOptions:
     tf_profiler: bool = True
     delay_s: float = 0.0
     duration_s: float | None = None
+    # The profiler's window in steps instead (step_range.py): steps first..end-1, counted
+    # from 0; end None to run to the end. Not with delay_s / duration_s.
+    steps: tuple[int, int | None] | None = None
     pyspy: bool = True
     pyspy_rate: int = DEFAULT_PYSPY_RATE
     pyspy_native: bool = False

@@ -13,6 +13,7 @@ from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest, SourceRecord
+from tftrace.tracer.step_range import format_steps
 
 
 class RunDirError(TftraceError):
@@ -78,6 +79,16 @@ def _source_line(name: str, source: SourceRecord) -> str:
     return f"{name:16} {state}{extra}"
 
 
+def recording_text(manifest: Manifest) -> str:
+    """``tftrace record, steps 100:120``: what recorded the run, and its steps window."""
+    recording = manifest.recording
+    how = recording.how or "?"
+    text = "tftrace record" if how == "record" else how
+    if recording.steps is not None:
+        text += f", steps {format_steps(recording.steps)}"
+    return text
+
+
 def summary_lines(summary: RunSummary) -> list[str]:
     m = summary.manifest
     exception = m.workload.exception
@@ -87,6 +98,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         + (f", {exception.type}: {exception.message}" if exception else "")
         + ")",
         f"command    {' '.join(m.workload_command[1:])}",
+        f"recorded   {recording_text(m)}",
         f"versions   python {m.versions.get('python')}, tensorflow "
         f"{m.versions.get('tensorflow_runtime', '?')}",
         f"cpus       {len(m.host.cpu_affinity)} schedulable of {m.host.cpu_count}",
