@@ -26,6 +26,7 @@ from .priority import yielding_to_the_workload
 from .pyspy import PySpySource
 from .rundir import RunDir
 from .sources import SourceState, SourceStatus
+from .step_range import window_problem
 from .tee import Tee
 
 READY_TIMEOUT_S = 60.0
@@ -104,6 +105,9 @@ class _Interrupts:
 
 
 def record(options: RecordOptions) -> RecordResult:
+    steps_problem = window_problem(options)
+    if steps_problem is not None:
+        raise RecordError(steps_problem)
     check_target(options)
     path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
     try:
@@ -188,6 +192,7 @@ def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[st
             "enabled": options.tf_profiler,
             "delay_s": options.delay_s,
             "duration_s": options.duration_s,
+            "steps": list(options.steps) if options.steps is not None else None,
         },
         "ready_fd": ready_fd,
         "thread_identity": options.thread_identity,

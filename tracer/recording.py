@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from tftrace.tracer.options import RecordOptions, Target, as_target
-from tftrace.tracer.recorder import RecordResult
+from tftrace.tracer.recorder import RecordError, RecordResult
 from tftrace.tracer.recorder import record as _record_with
+from tftrace.tracer.step_range import StepsError, parse_steps
 
 
 def record(
@@ -21,6 +22,7 @@ def record(
     tf_profiler: bool = True,
     delay_s: float = 0.0,
     duration_s: float | None = None,
+    steps: str | tuple[int, int | None] | None = None,
     pyspy: bool = True,
     sampler: bool = True,
     env: Mapping[str, str | None] | None = None,
@@ -42,6 +44,10 @@ def record(
         tf_profiler, pyspy, sampler: turn a source off with False.
         delay_s, duration_s: profile a window of the run instead of all of it (seconds
             counted from the workload's own start).
+        steps: profile steps A to B-1 only, ``(A, B)`` or ``"A:B"``, like a Python slice
+            (counted from 0, B left out; ``(A, None)`` or ``"A:"`` to the end). A step is an
+            outermost ``tf.function`` call or ``tf.profiler.experimental.Trace(...,
+            step_num=...)`` block on the main thread. Not with ``delay_s``/``duration_s``.
         env: variables set (or, with None, removed) in the workload's environment, e.g.
             ``{"TF_NUM_INTRAOP_THREADS": "2"}``.
         echo: stream the workload's output to this process's stdout/stderr (it is kept in
@@ -55,7 +61,8 @@ def record(
 
     Raises:
         RecordError (a ``TftraceError``): the script or module does not exist, TensorFlow
-        cannot be imported, or the run directory cannot be created. A workload that fails is
+        cannot be imported, the run directory cannot be created, or ``steps`` is not A:B
+        with 0 <= A < B or comes with ``delay_s``/``duration_s``. A workload that fails is
         not an error: its exit code is returned and what was recorded is kept.
 
     Example::
@@ -65,6 +72,10 @@ def record(
         result = tftrace.record("examples/eager_matmul.py", ["--size", "1000"], echo=False)
         analysis = tftrace.analyze(tftrace.load(result.run.path))
     """
+    try:
+        step_window = parse_steps(steps) if steps is not None else None
+    except StepsError as e:
+        raise RecordError(str(e)) from None
     return _record_with(
         RecordOptions(
             target=as_target(target, args),
@@ -73,6 +84,7 @@ def record(
             tf_profiler=tf_profiler,
             delay_s=delay_s,
             duration_s=duration_s,
+            steps=step_window,
             pyspy=pyspy,
             sampler=sampler,
             env=dict(env or {}),

@@ -70,6 +70,8 @@ def _source_line(name: str, source: SourceRecord) -> str:
         )
     elif name == "tf_profiler" and state == "recorded":
         extra = f" ({', '.join(figures.get('xplane', []))})"
+        if figures.get("note"):  # e.g. a steps window the workload's end cut short
+            extra += f": {figures['note']}"
     elif name == "pyspy" and state == "recorded":
         extra = f" ({figures.get('samples_line') or 'chrometrace'})"
     elif name == "thread_identity" and state == "recorded":

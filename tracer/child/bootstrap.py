@@ -28,6 +28,7 @@ from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
 from .profiler_window import ProfilerWindow
 from .step_timer import StepTimer
+from .step_window import StepWindow
 from .thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 
 PR_SET_PTRACER = 0x59616D61
@@ -163,8 +164,15 @@ def main(config_path: str) -> int:
         window = ProfilerWindow(
             str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
         )
-    if config.get("step_timer"):
-        timer = StepTimer(config.get("step_marker"))
+    steps = config["tf_profiler"].get("steps")
+    step_window = StepWindow(window, (steps[0], steps[1])) if window is not None and steps else None
+    if config.get("step_timer") or step_window is not None:
+        timer = StepTimer(
+            config.get("step_marker"),
+            keep_rows=bool(config.get("step_timer")),
+            on_begin=step_window.begin if step_window else None,
+            on_end=step_window.end if step_window else None,
+        )
         try:
             timer.install()
         except Exception as e:
@@ -173,7 +181,7 @@ def main(config_path: str) -> int:
     # --delay counts from here: the workload's own code, after the recorder's set-up.
     report["code_start_anchor"] = clock_anchor()
     report["code_start_cpu_ns"] = time.process_time_ns()
-    if window is not None:
+    if window is not None and step_window is None:
         window.arm()
 
     exit_code = 0
@@ -200,13 +208,15 @@ def main(config_path: str) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         report["end_anchor"] = clock_anchor()
         report["code_end_cpu_ns"] = time.process_time_ns()
+        if step_window is not None:
+            step_window.finish(timer.errors if timer else [])
         if window is not None:
             window.stop()
             report["tf_profiler"] = window.status
         if watcher is not None:
             watcher.stop()
             write_json_atomic(run_dir / IDENTITY, identity.to_json())
-        if timer is not None:
+        if timer is not None and config.get("step_timer"):
             write_json_atomic(run_dir / STEPS, timer.to_json(), indent=None)
         _describe_tf(report)
         report["interrupted"] = interrupted

@@ -10,7 +10,8 @@ from ..environment import clock_anchor
 
 
 class ProfilerWindow:
-    """The TF profiler over [delay, delay + duration] seconds of the workload's own code.
+    """The TF profiler over [delay, delay + duration] seconds of the workload's own code,
+    or, not armed, from ``open()`` to ``stop()`` (``step_window.py`` calls them at steps).
 
     ``tf.profiler.experimental.start`` does not initialise the TF runtime, so the
     workload's own ``tf.config.threading`` calls still take effect.
@@ -30,6 +31,10 @@ class ProfilerWindow:
             self._start()
         else:
             self._timer(self.delay_s, self._start)
+
+    def open(self) -> None:
+        """Start the profiler now (once; never after ``stop``)."""
+        self._start()
 
     def _timer(self, seconds: float, fn: Any) -> None:
         timer = threading.Timer(seconds, fn)
@@ -55,7 +60,9 @@ class ProfilerWindow:
             if self.duration_s is not None:
                 self._timer(self.duration_s, self.stop)
 
-    def stop(self) -> None:
+    def stop(self, never_opened: str | None = None) -> None:
+        """Stop and flush the profiler (once). ``never_opened``: the status's error when
+        the window never opened (default: the delay's)."""
         with self._lock:
             if self._closed:
                 return
@@ -64,7 +71,8 @@ class ProfilerWindow:
                 if self.status["status"] == "not started":
                     self.status = {
                         "status": "failed",
-                        "error": "the workload ended before the "
+                        "error": never_opened
+                        or "the workload ended before the "
                         "profiling window opened (--delay too long?)",
                     }
                 return

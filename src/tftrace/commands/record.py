@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from tftrace.errors import CliError
@@ -28,7 +29,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--delay",
         type=float,
-        default=0.0,
+        default=None,
         metavar="SECONDS",
         help="start the profiler this long after the workload starts",
     )
@@ -39,6 +40,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop the profiler after this long (default: the whole run)",
     )
+    g.add_argument(
+        "--steps",
+        metavar="A:B",
+        help="profile steps A to B-1 only, counted from 0 like a Python slice (100:120: 20 "
+        "steps; 100: to the end); a step is an outermost tf.function call or "
+        "Trace(step_num=) block. Not with --delay/--duration",
+    )
+    # "--steps -5:3" is a (bad) value, not an option: let it reach our one-line check.
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d*:")
     g = p.add_argument_group("py-spy (Python threads)")
     g.add_argument("--no-pyspy", action="store_true", help="do not run py-spy")
     g.add_argument(
@@ -72,17 +82,19 @@ def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.run_summary import render_record_footer
     from tftrace.tracer.recording import record
 
-    if ns.delay < 0 or (ns.duration is not None and ns.duration <= 0):
+    if (ns.delay is not None and ns.delay < 0) or (ns.duration is not None and ns.duration <= 0):
         raise CliError("record: --delay must be >= 0 and --duration > 0")
     if ns.sample_hz <= 0 or ns.pyspy_rate <= 0:
         raise CliError("record: rates must be positive")
+    steps = _steps(ns)
     result = record(
         ns.target,
         output=ns.output,
         name=ns.name,
         tf_profiler=not ns.no_tf_profiler,
-        delay_s=ns.delay,
+        delay_s=ns.delay or 0.0,
         duration_s=ns.duration,
+        steps=steps,
         pyspy=not ns.no_pyspy,
         pyspy_rate=ns.pyspy_rate,
         pyspy_native=ns.native,
@@ -93,3 +105,22 @@ def run(ns: argparse.Namespace) -> int:
     )
     render_record_footer(result.run.path, result.manifest)
     return result.exit_code
+
+
+def _steps(ns: argparse.Namespace) -> tuple[int, int | None] | None:
+    """``--steps A:B`` read and checked: one window, in steps or in seconds, never both."""
+    from tftrace.tracer.step_range import StepsError, parse_steps
+
+    if ns.steps is None:
+        return None
+    try:
+        steps = parse_steps(ns.steps, label="--steps")
+    except StepsError as e:
+        raise CliError(f"record: {e}") from None
+    if ns.delay is not None or ns.duration is not None:
+        raise CliError(
+            "record: --steps and --delay/--duration both set the profiler's window: choose one"
+        )
+    if ns.no_tf_profiler:
+        raise CliError("record: --steps sets the TF profiler's window: not with --no-tf-profiler")
+    return steps
