@@ -28,7 +28,13 @@ from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTim
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.steps import Steps, find_steps
 from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
-from tftrace.analysis.metrics.window import STEADY, WindowArg, parse_window, resolve_window
+from tftrace.analysis.metrics.window import (
+    STEADY,
+    WindowArg,
+    in_recording,
+    parse_window,
+    resolve_window,
+)
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
@@ -152,7 +158,7 @@ def measure(
 ) -> Analysis:
     """The metrics of ``run`` over ``window`` (see ``analyze``), without findings."""
     run = with_trace_facts(run, cpus)
-    spec = parse_window(window, warmup_steps)
+    spec = in_recording(parse_window(window, warmup_steps), run)
     stage(ANALYZE_STAGES[0])
     steps = find_steps(run)
     span, basis = resolve_window(run, steps, spec)

@@ -133,8 +133,14 @@ def test_steps_of_tf_function_calls(record):
     assert "note" not in profiler
     # The OS sampler ran the whole time, not just the window.
     assert m["sources"]["os_sampler"]["state"] == "recorded"
-    steps = find_steps(tftrace.load(done.run))
+    run = tftrace.load(done.run)
+    steps = find_steps(run)
     assert (steps.found, steps.source) == (5, "tf.function train_step")
+    # Every recorded step is analysed: the warm-up (step 0) came before the recording.
+    analysis = tftrace.analyze(run)
+    assert len(analysis.steps.table) == 5
+    assert "the warm-up was before step 10" in analysis.window_basis
+    assert analysis.warmup is None
     summary = cli("summary", done.run)
     assert "recorded   tftrace record, steps 10:15" in summary.stdout
 
@@ -154,8 +160,9 @@ def test_steps_of_trace_blocks_keep_their_step_numbers(tmp_path: Path):
     assert result.exit_code == 0
     assert result.manifest.recording.steps == (12, 20)
     assert _trace_steps(result.run.path) == list(range(12, 20))
-    steps = find_steps(tftrace.load(result.run.path))
-    assert (steps.found, steps.source) == (8, "annotation train")
+    analysis = tftrace.analyze(tftrace.load(result.run.path))
+    assert (analysis.steps.found, analysis.steps.source) == (8, "annotation train")
+    assert len(analysis.steps.table) == 8
 
 
 @pytest.mark.slow

@@ -3,6 +3,8 @@ worked out by hand (steps, spans, warm-up categories, clipped ops and queue dela
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,10 +16,16 @@ from tftrace.analysis.metrics.ops import top_op_types
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.warmup import WARMUP_CATEGORIES, measure_warmup
-from tftrace.analysis.metrics.window import WindowSpec, parse_window, resolve_window
+from tftrace.analysis.metrics.window import (
+    WindowSpec,
+    in_recording,
+    parse_window,
+    resolve_window,
+)
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.tracer.manifest_reader import Manifest
 
 NOTE, CALL, OTHER = EventKind.ANNOTATION.value, EventKind.CALL.value, EventKind.OTHER.value
 
@@ -103,6 +111,23 @@ def test_steady_window_starts_after_the_first_step():
     assert span == (10 * MS, 80 * MS) and "no warm-up" in basis
     span, basis = resolve_window(run, steps, parse_window("steady", warmup_steps=3))
     assert span == (10 * MS, 80 * MS) and basis.startswith("all: steps 1-3 of 3")
+
+
+def test_a_run_recorded_from_step_a_had_its_warmup_before_the_trace():
+    plain = steps_run()
+    recording = {"how": "record", "steps": [10, 13]}  # tftrace record --steps 10:13
+    run = dataclasses.replace(plain, manifest=Manifest.from_json({"recording": recording}))
+    spec = in_recording(parse_window("steady"), run)
+    span, basis = resolve_window(run, find_steps(run), spec)
+    assert span == (10 * MS, 80 * MS)
+    assert basis == (
+        "steady: steps 1-3 of 3 (tf.function train), the warm-up was before step 10, "
+        "where the recording began"
+    )
+    assert analyze(run).warmup is None
+    # a longer warm-up reaches into the trace; a run recorded from step 0 keeps its own
+    assert in_recording(parse_window("steady", warmup_steps=12), run).warmup_steps == 2
+    assert in_recording(parse_window("steady"), plain) == parse_window("steady")
 
 
 def test_other_windows():

@@ -15,7 +15,12 @@ import numpy as np
 
 from tftrace.analysis.export.trace_format import microseconds
 from tftrace.analysis.metrics.steps import find_steps
-from tftrace.analysis.metrics.window import WindowArg, parse_window, resolve_window
+from tftrace.analysis.metrics.window import (
+    WindowArg,
+    in_recording,
+    parse_window,
+    resolve_window,
+)
 from tftrace.analysis.model.run import Run
 
 WINDOW_PID = 10_000  # above every pool's pid; sorted first
@@ -24,7 +29,7 @@ WINDOW_TRACK = "tftrace window"
 
 def window_marks(run: Run, window: WindowArg = "steady", warmup_steps: int = 1) -> list[Any]:
     """Trace events: the track's names and a slice for the window (and one for the warm-up)."""
-    spec = parse_window(window, warmup_steps)
+    spec = in_recording(parse_window(window, warmup_steps), run)
     steps = find_steps(run)
     (lo, hi), basis = resolve_window(run, steps, spec)
     spans = [(lo, hi, "analysed window", basis)]

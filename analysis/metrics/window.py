@@ -5,7 +5,8 @@ What a user asks for (``parse_window``), then where it lies in a run (``resolve_
 - ``steady`` (the default): from the end of the warm-up to the end of the last step. The
   warm-up is the first step (the tf.function call that traces and builds) or the first
   ``warmup_steps``. Without steps, or with none after the warm-up, the whole trace, and the
-  basis says so.
+  basis says so. A run recorded from step A (``tftrace record --steps A:B``) holds only the
+  warm-up steps from A on (``in_recording``): none, by default, when A > 0.
 - ``all``: the whole trace (first event to last).
 - ``A:B``, integers (or a pair ``(A, B)`` from Python): from the start of step A to the end of
   step B, steps numbered from 1; ``A:`` runs to the last step, ``:B`` from the first.
@@ -18,7 +19,7 @@ A bad window is a ``TftraceError`` whose one line names the steps or times the r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.steps import Steps
@@ -34,12 +35,14 @@ _RANGE = re.compile(f"^{_BOUND}:{_BOUND}$")
 @dataclass(frozen=True)
 class WindowSpec:
     """A window as asked for: ``mode`` (steady, all, steps, times), the first and last step
-    (steps) or seconds (times), None for an open end; and the warm-up steps of ``steady``."""
+    (steps) or seconds (times), None for an open end; and the warm-up steps of ``steady``
+    in the trace, after the ``recorded_from`` steps of the workload before its recording."""
 
     mode: str = STEADY
     first: float | None = None
     last: float | None = None
     warmup_steps: int = 1
+    recorded_from: int = 0
 
     def __str__(self) -> str:
         if self.mode in (STEADY, ALL):
@@ -82,6 +85,17 @@ def parse_window(window: WindowArg = STEADY, warmup_steps: int = 1) -> WindowSpe
     return _checked(spec, text)
 
 
+def in_recording(spec: WindowSpec, run: Run) -> WindowSpec:
+    """``spec`` for ``run``: a run recorded from step A (``--steps A:B``, counted from 0)
+    began after the workload's first A steps, so the trace holds only the warm-up steps from
+    A on, and every recorded step is in the steady window when A >= ``warmup_steps``."""
+    steps = run.manifest.recording.steps
+    if not steps or not steps[0]:
+        return spec
+    left = max(spec.warmup_steps - steps[0], 0)
+    return replace(spec, warmup_steps=left, recorded_from=steps[0])
+
+
 def _checked(spec: WindowSpec, text: str) -> WindowSpec:
     if spec.mode == STEPS and any(v is not None and v < 1 for v in (spec.first, spec.last)):
         raise TftraceError(f"window {text}: steps are numbered from 1")
@@ -119,6 +133,8 @@ def resolve_window(run: Run, steps: Steps, spec: WindowSpec) -> tuple[tuple[int,
         # the steady state starts where the warm-up ends: the gap before the next step is in it
         start = table["end_ns"].iloc[warm - 1] if warm else table["start_ns"].iloc[0]
         after = f"after {warm} warm-up step{'s' * (warm != 1)}" if warm else "no warm-up left out"
+        if spec.recorded_from and not warm:
+            after = f"the warm-up was before step {spec.recorded_from}, where the recording began"
         return (int(start), int(table["end_ns"].iloc[-1])), (
             f"steady: {steps_text(steps, warm + 1, n)}, {after}"
         )
