@@ -67,6 +67,8 @@ def test_a_block_recorded_in_code_loads_like_tftrace_record_of_the_same_code(tmp
         assert "2 inter-op, 3 intra-op" in summary.stdout
         analyzed = tftrace("analyze", run)
         assert analyzed.returncode == 0, analyzed.stderr
+    shown = tftrace("summary", in_code).stdout
+    assert "recorded   tftrace.profile (a block of the program)" in shown
     # The block's own threads (the sampler is in the helper process) are not the user's.
     threads = json.loads((in_code / "thread_identity.json").read_text())["threads"]
     ours = {t["python_name"] for t in threads if (t["python_name"] or "").startswith("tftrace-")}
@@ -79,8 +81,15 @@ def test_the_keras_callback_records_exactly_its_window_of_batches(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"FIT_DONE path={run}" in done.stdout
     m = _manifest(run)
-    assert m["recording"] == {"how": "keras", "steps": [25, 30], "recorded_steps": [25, 30]}
+    assert m["recording"] == {
+        "how": "keras",
+        "steps": [25, 30],
+        "steps_counted": "model.fit batches, across epochs",
+        "recorded_steps": [25, 30],
+    }
     assert m["sources"]["tf_profiler"]["state"] == "recorded"
+    summary = tftrace("summary", run).stdout
+    assert "recorded   tftrace.keras.ProfileCallback, batches 25:30" in summary
 
     import tftrace as api
 

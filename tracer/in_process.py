@@ -9,7 +9,6 @@ recorded, and the block runs on.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -22,15 +21,14 @@ from types import TracebackType
 from typing import Any
 
 from . import manifest, rundir
-from .child.bootstrap import _describe_tf
+from .child.own_account import allow_tracer, describe_tf, new_report
 from .child.profiler_window import ProfilerWindow
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 from .environment import clock_anchor
 from .options import DEFAULT_RUNS_DIR, RecordOptions, Target
-from .recorder import _finish_manifest, _Interrupts
+from .run_end import finish_manifest
 from .sources import SourceState, SourceStatus
 
-PR_SET_PTRACER = 0x59616D61
 HELPER_TIMEOUT_S = 60.0
 _active: list[Profile] = []  # the recording in progress (TF allows one profiler at a time)
 _active_lock = threading.Lock()
@@ -38,16 +36,6 @@ _active_lock = threading.Lock()
 
 def warn(message: str) -> None:
     print(f"tftrace: warning: {message}", file=sys.stderr, flush=True)
-
-
-def allow_tracer(pid: int) -> None:
-    """Let ``pid`` and its children (py-spy) read this process. Under Yama ptrace_scope=1 only
-    ancestors may; PR_SET_PTRACER names another. Without Yama it is a no-op."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PTRACER, pid, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def this_program() -> Target:
@@ -75,16 +63,18 @@ class Profile:
         name: str | None = None,
         how: str = "profile",
         steps: tuple[int, int | None] | None = None,
+        steps_counted: str | None = None,
         **options: Any,
     ) -> None:
         self.options = RecordOptions(
             target=this_program(),
             output=Path(output) if output is not None else None,
             name=name,
+            steps=steps,
             **options,
         )
-        self.how = how
-        self.steps = steps
+        self.how = how  # for the manifest's recording block: "profile", "keras"
+        self.steps_counted = steps_counted  # what ``steps`` counts, when not the default
         self.recorded_steps: tuple[int, int] | None = None  # the steps the window held
         self.path: Path | None = None
         self.manifest: dict[str, Any] | None = None
@@ -159,19 +149,12 @@ def _start(profile: Profile) -> _Parts | None:
         return None
     profile.path = run.path
     env = dict(os.environ)
-    data = manifest.initial(options, run, env, clock_anchor())
-    data["recording"] = {"how": profile.how, "steps": profile.steps}
+    data = manifest.initial(options, run, env, clock_anchor(), how=profile.how)
+    if profile.steps_counted is not None:
+        data["recording"]["steps_counted"] = profile.steps_counted
     rundir.write_json_atomic(run / rundir.MANIFEST, data)
     parts = _Parts(run, data, env)
-    parts.report = {
-        "pid": os.getpid(),
-        "target": data["target"],
-        "start_anchor": clock_anchor(),
-        "setter_calls": [],
-        "interrupted": False,
-        "exception": None,
-        "setup_error": None,
-    }
+    parts.report = new_report(data["target"])
     if options.thread_identity:
         parts.identity = IdentityRecorder()
         parts.unhook = hook_python_threads(parts.identity)
@@ -284,7 +267,7 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
         parts.unhook()
         rundir.write_json_atomic(run / rundir.IDENTITY, parts.identity.to_json())
     _stop_helper(parts)
-    _describe_tf(report)
+    describe_tf(report)
     report["interrupted"] = isinstance(exc, KeyboardInterrupt)
     if exc is not None and not isinstance(exc, KeyboardInterrupt):
         report["exception"] = {"type": type(exc).__qualname__, "message": str(exc)}
@@ -296,15 +279,8 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
     for name, wanted in (("os_sampler", profile.options.sampler), ("pyspy", profile.options.pyspy)):
         if not wanted:
             parts.statuses[name] = SourceStatus(SourceState.DISABLED, "disabled by option")
-    return _finish_manifest(
-        parts.data,
-        run,
-        profile.options,
-        parts.env,
-        report,
-        report["exit_code"],
-        _Interrupts(),
-        parts.statuses,
+    return finish_manifest(
+        parts.data, run, profile.options, parts.env, report, report["exit_code"], parts.statuses
     )
 
 

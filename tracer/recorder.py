@@ -24,6 +24,7 @@ from .options import DEFAULT_RUNS_DIR, RecordOptions
 from .os_sampler import OsThreadSampler
 from .priority import yielding_to_the_workload
 from .pyspy import PySpySource
+from .run_end import finish_manifest
 from .rundir import RunDir
 from .sources import SourceState, SourceStatus
 from .step_range import window_problem
@@ -179,7 +180,9 @@ def record(options: RecordOptions) -> RecordResult:
     if report is not None and report.get("setup_error") and _nothing_recorded(run):
         shutil.rmtree(run.path, ignore_errors=True)
         raise RecordError(report["setup_error"])
-    final = _finish_manifest(data, run, options, env, report, returncode, interrupts, statuses)
+    final = finish_manifest(
+        data, run, options, env, report, returncode, statuses, interrupts.signum, interrupts.forced
+    )
     return RecordResult(run, _exit_code(returncode, interrupts), Manifest.from_json(final))
 
 
@@ -269,74 +272,6 @@ def _wait(proc: subprocess.Popen[bytes], interrupts: _Interrupts, grace_s: float
 
 def _nothing_recorded(run: RunDir) -> bool:
     return not run.xplane_files() and not (run / rundir.PYSPY_TRACE).exists()
-
-
-def _source_from_report(report: dict[str, Any] | None, options: RecordOptions) -> SourceStatus:
-    if not options.tf_profiler:
-        return SourceStatus(SourceState.DISABLED, "disabled by option")
-    status = dict((report or {}).get("tf_profiler") or {})
-    if report is None:
-        return SourceStatus(
-            SourceState.FAILED,
-            "the workload process died before the profiler could be stopped (no trace flushed)",
-        )
-    state = status.pop("status", "failed")
-    if state == "recorded":
-        return SourceStatus(SourceState.RECORDED, None, status)
-    return SourceStatus(SourceState.FAILED, status.pop("error", state), status)
-
-
-def _identity_status(run: RunDir) -> SourceStatus:
-    data = rundir.read_json_or_none(run / rundir.IDENTITY)
-    if data is None:
-        return SourceStatus(SourceState.FAILED, "thread identity snapshot missing")
-    threads = data.get("threads", [])
-    resolved = sum(1 for t in threads if t.get("trace_line_id") is not None)
-    details = {"threads": len(threads), "resolved": resolved, "snapshots": data.get("snapshots")}
-    if not resolved:
-        return SourceStatus(
-            SourceState.FAILED, "; ".join(data.get("errors") or ["no thread"]), details
-        )
-    return SourceStatus(SourceState.RECORDED, None, details)
-
-
-def _finish_manifest(
-    data: dict[str, Any],
-    run: RunDir,
-    options: RecordOptions,
-    env: dict[str, str],
-    report: dict[str, Any] | None,
-    returncode: int,
-    interrupts: _Interrupts,
-    statuses: dict[str, SourceStatus],
-) -> dict[str, Any]:
-    statuses["tf_profiler"] = _source_from_report(report, options)
-    statuses["thread_identity"] = (
-        _identity_status(run)
-        if options.thread_identity
-        else SourceStatus(SourceState.DISABLED, "disabled by option")
-    )
-    xplanes = run.xplane_files()
-    if statuses["tf_profiler"].state is SourceState.RECORDED:
-        statuses["tf_profiler"].details["xplane"] = [str(p.relative_to(run.path)) for p in xplanes]
-    data["status"] = manifest.final_status(interrupts.signum is not None, report)
-    if interrupts.signum is not None:
-        data["interrupted_by"] = signal.Signals(interrupts.signum).name
-        data["forced_kill"] = interrupts.forced
-    data["clock"]["end"] = clock_anchor()
-    if report is not None:
-        data["clock"]["workload"] = {
-            k: report.get(k)
-            for k in ("start_anchor", "code_start_anchor", "end_anchor", "finished_anchor")
-        }
-        if report.get("tensorflow_version"):
-            data["versions"]["tensorflow_runtime"] = report["tensorflow_version"]
-    data["workload"] = manifest.workload_section(report, returncode)
-    data["pools"] = manifest.pools(report, env, data["host"]["cpu_affinity"])
-    data["sources"] = {name: status.to_json() for name, status in sorted(statuses.items())}
-    data["files"] = manifest.files_present(run)
-    rundir.write_json_atomic(run / rundir.MANIFEST, data)
-    return data
 
 
 def _exit_code(returncode: int, interrupts: _Interrupts) -> int:

@@ -81,13 +81,21 @@ def _source_line(name: str, source: SourceRecord) -> str:
     return f"{name:16} {state}{extra}"
 
 
+RECORDED_BY = {
+    "record": "tftrace record",
+    "profile": "tftrace.profile (a block of the program)",
+    "keras": "tftrace.keras.ProfileCallback",
+}
+
+
 def recording_text(manifest: Manifest) -> str:
     """``tftrace record, steps 100:120``: what recorded the run, and its steps window."""
     recording = manifest.recording
     how = recording.how or "?"
-    text = "tftrace record" if how == "record" else how
+    text = RECORDED_BY.get(how, how)
     if recording.steps is not None:
-        text += f", steps {format_steps(recording.steps)}"
+        unit = "batches" if how == "keras" else "steps"
+        text += f", {unit} {format_steps(recording.steps)}"
     return text
 
 

@@ -34,8 +34,8 @@ class ProfileCallback(keras.callbacks.Callback):
 
     Example::
 
-        model.fit(dataset, epochs=3,
-                  callbacks=[tftrace.keras.ProfileCallback("runs/fit", batches=(100, 120))])
+        callback = tftrace.keras.ProfileCallback("runs/fit", batches=(100, 120))
+        model.fit(dataset, epochs=3, callbacks=[callback])
     """
 
     def __init__(
@@ -66,7 +66,11 @@ class ProfileCallback(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self._batch == self.start and self.profile is None:
             self.profile = Profile(
-                self.output, how="keras", steps=(self.start, self.stop), **self.options
+                self.output,
+                how="keras",
+                steps=(self.start, self.stop),
+                steps_counted="model.fit batches, across epochs",
+                **self.options,
             )
             self.profile.start()
         if self.profile is not None and self.profile.recording:

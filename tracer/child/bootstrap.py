@@ -8,7 +8,6 @@ way the workload ends.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -21,35 +20,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tftrace.analysis.model.vocabulary import ONEDNN_ENV
-
 from ..environment import clock_anchor
 from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
+from .own_account import allow_tracer, describe_tf, new_report
 from .profiler_window import ProfilerWindow
 from .step_timer import StepTimer
 from .step_window import StepWindow
 from .thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 
-PR_SET_PTRACER = 0x59616D61
 SETUP_ERROR_EXIT = 2
 
 
 class SetupError(Exception):
     """The target cannot be started (module not found): the recorder reports it in one line."""
-
-
-def allow_parent_to_trace() -> None:
-    """Let the recorder's py-spy (a sibling, not an ancestor) read this process.
-
-    Under Yama ptrace_scope=1 only ancestors may attach; PR_SET_PTRACER names the
-    recorder (py-spy's parent) as an allowed tracer. Without Yama it is a no-op.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PTRACER, os.getppid(), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _signal_ready(fd: int | None) -> None:
@@ -125,22 +109,14 @@ def _exit_code_of(exc: SystemExit) -> int:
 def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     run_dir = Path(config["run_dir"])
-    report: dict[str, Any] = {
-        "pid": os.getpid(),
-        "target": config["target"],
-        "start_anchor": clock_anchor(),
-        "setter_calls": [],
-        "interrupted": False,
-        "exception": None,
-        "setup_error": None,
-    }
+    report = new_report(config["target"])
     try:
         check_module(config["target"])
     except SetupError as e:
         report["setup_error"] = str(e)
         write_json_atomic(run_dir / WORKLOAD_REPORT, report)
         return SETUP_ERROR_EXIT
-    allow_parent_to_trace()
+    allow_tracer(os.getppid())  # the recorder, whose child py-spy is
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
 
     identity = IdentityRecorder()
@@ -218,7 +194,7 @@ def main(config_path: str) -> int:
             write_json_atomic(run_dir / IDENTITY, identity.to_json())
         if timer is not None and config.get("step_timer"):
             write_json_atomic(run_dir / STEPS, timer.to_json(), indent=None)
-        _describe_tf(report)
+        describe_tf(report)
         report["interrupted"] = interrupted
         report["exit_code"] = exit_code
         report["finished_anchor"] = clock_anchor()
@@ -231,34 +207,6 @@ def main(config_path: str) -> int:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)
     return exit_code
-
-
-def _describe_tf(report: dict[str, Any]) -> None:
-    try:
-        report["cpu_affinity"] = sorted(os.sched_getaffinity(0))
-        report["configured_pools"] = setter_calls.configured_pool_sizes()
-        tf = sys.modules.get("tensorflow")
-        report["tensorflow_version"] = getattr(tf, "__version__", None)
-    except Exception as e:
-        report["configured_pools_error"] = f"{type(e).__name__}: {e}"
-    report["onednn"] = _onednn(tf_loaded="tensorflow" in sys.modules)
-
-
-def _onednn(tf_loaded: bool) -> dict[str, Any]:
-    """Whether TF ran its oneDNN kernels, by TF's own answer, beside the variable that forces
-    it. TF's default depends on the CPU (on with AVX-512-class features), so the variable
-    alone does not say. TF is asked only when the workload imported it."""
-    answer: dict[str, Any] = {"enabled": None, "env": os.environ.get(ONEDNN_ENV)}
-    if not tf_loaded:
-        answer["reason"] = "the workload did not import tensorflow"
-        return answer
-    try:
-        from tensorflow.python.util import _pywrap_util_port  # TF's own test, not public API
-
-        answer["enabled"] = bool(_pywrap_util_port.IsMklEnabled())
-    except Exception as e:  # a TF without it (older or newer): say so, infer from the trace
-        answer["reason"] = f"{type(e).__name__}: {e}"
-    return answer
 
 
 if __name__ == "__main__":
