@@ -150,3 +150,14 @@ def test_a_block_recorded_in_a_jupyter_kernel(tmp_path):
     assert m["status"] == "complete"
     assert m["target"] == {"kind": "code", "value": "<interactive>", "args": []}
     assert {s["state"] for s in m["sources"].values()} == {"recorded"}
+
+
+def test_a_block_inside_a_tftrace_record_run_is_part_of_that_run(tmp_path):
+    launched, block = tmp_path / "launched", tmp_path / "block"
+    done = tftrace("record", "-o", launched, WORKLOADS / "in_code.py", "--in-code", block)
+    assert done.returncode == 0, done.stderr
+    assert f"tftrace: warning: tftrace record ({launched.resolve()}) records this program" in (
+        done.stderr
+    )
+    assert not block.exists()
+    assert _manifest(launched)["sources"]["tf_profiler"]["state"] == "recorded"

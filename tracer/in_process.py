@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from . import manifest, rundir
-from .child.own_account import allow_tracer, describe_tf, new_report
+from .child.own_account import allow_tracer, describe_tf, launched_into, new_report
 from .child.profiler_window import ProfilerWindow
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 from .environment import clock_anchor
@@ -99,6 +99,12 @@ class Profile:
     def start(self) -> bool:
         """Start recording; False (after one line on stderr) when it cannot."""
         with _active_lock:
+            if launched_into:
+                run = launched_into[0]
+                warn(
+                    f"tftrace record ({run}) records this program already; this block is part of it"
+                )
+                return False
             if _active:
                 where = _active[0].path
                 warn(f"a recording is already running ({where}); this one is not recorded")

@@ -23,7 +23,7 @@ from typing import Any
 from ..environment import clock_anchor
 from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
-from .own_account import allow_tracer, describe_tf, new_report
+from .own_account import allow_tracer, describe_tf, launched_into, new_report
 from .profiler_window import ProfilerWindow
 from .step_timer import StepTimer
 from .step_window import StepWindow
@@ -117,6 +117,7 @@ def main(config_path: str) -> int:
         write_json_atomic(run_dir / WORKLOAD_REPORT, report)
         return SETUP_ERROR_EXIT
     allow_tracer(os.getppid())  # the recorder, whose child py-spy is
+    launched_into.append(str(run_dir))
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
 
     identity = IdentityRecorder()

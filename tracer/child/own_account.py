@@ -14,6 +14,9 @@ from ..environment import clock_anchor
 from . import setter_calls
 
 PR_SET_PTRACER = 0x59616D61
+# The run directory of the ``tftrace record`` that launched this process, once its bootstrap
+# ran: ``tftrace.profile`` inside it would only record the same threads a second time.
+launched_into: list[str] = []
 
 
 def allow_tracer(pid: int) -> None:
