@@ -26,6 +26,8 @@ from .sources import SourceState, SourceStatus
 COLUMNS = ("t_ns", "tid", "state", "utime", "stime", "cpu_ns", "wait_ns", "slices", "cpu")
 # Rows are kept as int64 while sampling (the C reader writes them so); on disk each column has
 # its own type.
+SHORT_WAIT_S = 0.05  # waits up to this long sleep; stop() notices at the next tick
+
 _DTYPES = {c: "int8" if c == "state" else "int64" for c in COLUMNS}
 
 
@@ -129,7 +131,10 @@ class OsThreadSampler:
                     self._late += 1
                     next_t = time.monotonic()
                     continue
-                self._stop.wait(delay)
+                if delay <= SHORT_WAIT_S:
+                    time.sleep(delay)  # half the CPU of an Event.wait wake-up (~40 vs ~65 us)
+                else:
+                    self._stop.wait(delay)
         except Exception as e:
             self._error = f"{type(e).__name__}: {e}"
         finally:
