@@ -12,9 +12,10 @@ The front door, in the order the data flows::
     checked = tftrace.verify(run, analysis)  # each advised setting timed beside the run's
     print(analysis)  # the terminal report; in Jupyter, the report's tables
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
+    change = tftrace.diff(run, tftrace.load("runs/other"))  # what changed, and is it real
 
-``record``, ``load``, ``analyze``, ``verify`` and ``sweep`` are what the ``tftrace`` command
-line calls too. Every user-facing failure raises a ``TftraceError``.
+``record``, ``load``, ``analyze``, ``verify``, ``sweep`` and ``diff`` are what the ``tftrace``
+command line calls too. Every user-facing failure raises a ``TftraceError``.
 
 Importing ``tftrace`` is light (no pandas, numpy or TensorFlow): it is imported inside the
 workload's own process. Each name below loads its module on first use.
@@ -45,6 +46,8 @@ _LAZY = {
     "sweep": "tftrace.analysis.sweep.session",
     "SweepResult": "tftrace.analysis.sweep.result",
     "verify": "tftrace.analysis.sweep.verify",
+    "diff": "tftrace.analysis.diff",
+    "RunDiff": "tftrace.analysis.diff",
     "Verification": "tftrace.analysis.findings.finding",
     "AdvisedSetting": "tftrace.analysis.findings.finding",
 }
@@ -56,6 +59,7 @@ __all__ = [
     "Profile",
     "RecordResult",
     "Run",
+    "RunDiff",
     "Severity",
     "SweepResult",
     "Target",
@@ -63,6 +67,7 @@ __all__ = [
     "Verification",
     "__version__",
     "analyze",
+    "diff",
     "load",
     "profile",
     "record",
@@ -72,6 +77,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis, analyze
+    from tftrace.analysis.diff import RunDiff, diff
     from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
     from tftrace.analysis.sweep.result import SweepResult

@@ -1,0 +1,13 @@
+"""Two runs of one workload compared: ``diff(a, b) -> RunDiff`` (``tftrace diff A B``).
+
+``compare.py`` matches the two over their steady steps and gathers the figures each
+``Analysis`` already has; ``stats.py`` judges the step times (rank test and bootstrap);
+``manifest_diff.py`` says what differs in how they ran, and refuses runs of different
+workloads; ``result.py`` is the ``RunDiff``; ``render.py`` shows it (terminal, HTML).
+"""
+
+from tftrace.analysis.diff.compare import diff
+from tftrace.analysis.diff.manifest_diff import RunsNotComparable
+from tftrace.analysis.diff.result import RunDiff
+
+__all__ = ["RunDiff", "RunsNotComparable", "diff"]

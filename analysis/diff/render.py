@@ -1,0 +1,210 @@
+"""A ``RunDiff`` shown: terminal text (rich tables, as the other commands print) and a small
+self-contained HTML page. Nothing is computed here.
+
+Both are built from the same ``tables``: a title, headers and rows of plain text. Op,
+annotation and finding texts come from the user's trace: the terminal prints them as text
+(never as rich markup) and the page only through ``esc`` (``html.escape``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.render.console import capture
+from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.formatting import fmt, is_missing
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tftrace.analysis.diff.result import RunDiff
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    headers: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    text_columns: int = 1
+
+
+def _change(value: float, spec: str) -> str:
+    if is_missing(value):
+        return "-"
+    return "0" if value == 0 else format(value, "+" + spec)
+
+
+def _figure_spec(figure: str) -> str:
+    return ".0f" if figure in ("threads", "peak concurrency") else ".2f"
+
+
+def headline(d: RunDiff) -> list[str]:
+    """The runs, their windows, and the step-time verdict in words."""
+    st = d.step_time
+    lines = [
+        f"A  {d.a.run.path}  {d.a.window_basis}",
+        f"B  {d.b.run.path}  {d.b.window_basis}",
+    ]
+    medians = f"step time: median {fmt(st.a.median_ms, '.2f')} ms in A, "
+    medians += f"{fmt(st.b.median_ms, '.2f')} ms in B"
+    if st.speedup is not None:
+        medians += f", speedup {st.speedup:.3f}x (median A / median B)"
+    lines.append(medians)
+    lines.append(f"verdict: {st.verdict}: {st.reason}")
+    return lines
+
+
+def tables(d: RunDiff) -> list[Table]:
+    """Every table of the comparison, as text cells."""
+    st = d.step_time
+    out = [
+        Table(
+            "step time (ms, steady steps)",
+            ("run", "steps", "median", "IQR", "p10", "p25", "p75", "p90"),
+            [
+                (
+                    side,
+                    str(s.steps),
+                    *(
+                        fmt(v, ".2f")
+                        for v in (s.median_ms, s.iqr_ms, s.p10_ms, s.p25_ms, s.p75_ms, s.p90_ms)
+                    ),
+                )
+                for side, s in (("A", st.a), ("B", st.b))
+            ],
+        ),
+        Table(
+            "pools",
+            ("pool", "figure", "A", "B", "change"),
+            [
+                (
+                    str(r.pool),
+                    str(r.figure),
+                    fmt(r.a, _figure_spec(r.figure)),
+                    fmt(r.b, _figure_spec(r.figure)),
+                    _change(r.change, _figure_spec(r.figure)),
+                )
+                for r in d.pools.itertuples()
+            ],
+            text_columns=2,
+        ),
+        Table(
+            "where the wall time went (share of the window, ms per step)",
+            ("category", "A share", "B share", "A ms/step", "B ms/step", "change"),
+            [
+                (
+                    str(r.category),
+                    fmt(r.a_share, ".1%"),
+                    fmt(r.b_share, ".1%"),
+                    fmt(r.a_ms_per_step, ".2f"),
+                    fmt(r.b_ms_per_step, ".2f"),
+                    _change(r.change_ms_per_step, ".2f"),
+                )
+                for r in d.breakdown.itertuples()
+            ],
+        ),
+        Table(
+            "op types that changed most (ms per step; parallelism: Eigen workers busy per op)",
+            ("op type", "A ms/step", "B ms/step", "change", "A par.", "B par.", "change"),
+            [
+                (
+                    str(r.op_type),
+                    fmt(r.a_ms_per_step, ".2f"),
+                    fmt(r.b_ms_per_step, ".2f"),
+                    _change(r.change_ms_per_step, ".2f"),
+                    fmt(r.a_parallelism, ".2f"),
+                    fmt(r.b_parallelism, ".2f"),
+                    _change(r.change_parallelism, ".2f"),
+                )
+                for r in d.ops.itertuples()
+            ],
+        ),
+    ]
+    if not d.findings.empty:
+        out.append(
+            Table(
+                "findings",
+                ("status", "finding", "pool", "severity", "message"),
+                [
+                    (r.status, r.id, fmt(r.pool), r.severity, r.message)
+                    for r in d.findings.itertuples()
+                ],
+                text_columns=5,
+            )
+        )
+    out.append(
+        Table(
+            "what differs in the manifests",
+            ("what", "A", "B"),
+            [(r.what, r.a, r.b) for r in d.manifest.itertuples()],
+            text_columns=3,
+        )
+    )
+    return out
+
+
+def render(d: RunDiff, out: Console | None = None) -> None:
+    """Print the comparison on ``out`` (default: stdout)."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    console = out or make_console()
+    for line in headline(d):
+        console.print(line, markup=False, highlight=False)
+    for table in tables(d):
+        if not table.rows:
+            console.print(f"{table.title}: none", markup=False, highlight=False)
+            continue
+        shown = RichTable(title=table.title, title_justify="left")
+        for i, header in enumerate(table.headers):
+            shown.add_column(header, justify="left" if i < table.text_columns else "right")
+        for row in table.rows:
+            shown.add_row(*(Text(cell) for cell in row))  # never markup: names are the user's
+        console.print(shown)
+    for line in d.notes:
+        console.print(f"note: {line}", markup=False, highlight=False)
+
+
+def diff_text(d: RunDiff) -> str:
+    """The terminal text as plain text (what ``print(run_diff)`` shows)."""
+    return capture(lambda out: render(d, out))
+
+
+def diff_page(d: RunDiff) -> str:
+    """The comparison as one self-contained HTML page (inline CSS, no script, no fetch);
+    every string that is not tftrace's own goes through ``esc``."""
+    from tftrace import __version__
+    from tftrace.analysis.render.html import CSP, CSS
+    from tftrace.analysis.render.html_sections import esc, note, section
+    from tftrace.analysis.render.html_sections import table as html_table
+
+    title = f"tftrace diff: {d.a.run.path} -> {d.b.run.path}"
+    head = "".join(f"<p>{esc(line)}</p>" for line in headline(d))
+    body = "".join(
+        section(
+            _anchor(t.title),
+            t.title,
+            html_table(t.headers, t.rows, t.text_columns) if t.rows else note("none", "none"),
+        )
+        for t in tables(d)
+    )
+    notes = "".join(note(f"note: {line}") for line in d.notes)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<body><main><h1>{esc(title)}</h1>{head}{body}{notes}"
+        f"<footer>Written by tftrace {esc(__version__)}. Definitions of every figure: "
+        "docs/analyses.md in tftrace's source.</footer></main></body></html>\n"
+    )
+
+
+def _anchor(title: str) -> str:
+    return "-".join(title.split("(")[0].split())
+
+
+__all__: Sequence[str] = ("diff_page", "diff_text", "render", "tables")
