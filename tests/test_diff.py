@@ -14,7 +14,7 @@ import pytest
 
 import tftrace
 from conftest import SAMPLE_RUN, SAMPLE_TRACES
-from tftrace.analysis.diff import RunDiff, RunsNotComparable, diff
+from tftrace.analysis.diff import RunDiff, RunsNotComparable, diff, diff_sweep
 from tftrace.analysis.diff.manifest_diff import check_same_workload, manifest_differences
 from tftrace.analysis.diff.stats import (
     FASTER,
@@ -29,6 +29,7 @@ from tftrace.analysis.metrics.steps import COLUMNS, Steps
 from tftrace.cli import main
 from tftrace.errors import TftraceError
 from tftrace.tracer.manifest_reader import Manifest
+from tftrace.tracer.sweep import SWEEP_KIND
 
 # --- statistics -----------------------------------------------------------------------------
 
@@ -237,3 +238,44 @@ def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
 def test_the_front_door():
     assert tftrace.diff is diff and tftrace.RunDiff is RunDiff
     assert "diff" in dir(tftrace)
+
+
+def _sweep_dir(tmp_path: Path, recorded: dict[tuple[int, int], str | None]) -> Path:
+    """A sweep directory as ``tftrace sweep --record`` leaves one, its recorded runs copies of
+    the sample runs (the first setting is the baseline)."""
+    sweep = tmp_path / "sweep"
+    settings = []
+    for i, ((intra, inter), sample) in enumerate(recorded.items()):
+        row: dict = {"intra": intra, "inter": inter, "is_baseline": i == 0}
+        if sample is not None:
+            shutil.copytree(SAMPLE_TRACES / sample, sweep / "recorded" / f"s{i}")
+            row["recorded_run"] = f"recorded/s{i}"
+        settings.append(row)
+    (sweep / "sweep.json").write_text(json.dumps({"kind": SWEEP_KIND, "settings": settings}))
+    return sweep
+
+
+def test_a_sweep_compared_setting_by_setting(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    sweep = _sweep_dir(tmp_path, {(2, 2): "tf-2.21", (1, 2): "tf-2.18", (2, 1): None})
+    sd = diff_sweep(sweep)
+    assert sd.baseline == "intra 2 · inter 2" and list(sd.diffs) == ["intra 1 · inter 2"]
+    assert sd.table["verdict"].tolist() == [TOO_FEW]
+    assert sd.diffs["intra 1 · inter 2"].a.run.path == sweep / "recorded" / "s0"
+    assert main(["diff", str(sweep), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["baseline"] == "intra 2 · inter 2" and list(data["settings"]) == [
+        "intra 1 · inter 2"
+    ]
+    assert main(["diff", str(sweep), "--html", str(tmp_path / "s.html")]) == 0
+    assert "each recorded setting against the baseline" in capsys.readouterr().out
+    assert "intra 1 · inter 2 against intra 2 · inter 2" in (tmp_path / "s.html").read_text()
+
+
+def test_a_sweep_without_recorded_settings_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    sweep = _sweep_dir(tmp_path, {(2, 2): "tf-2.21", (1, 2): None})
+    with pytest.raises(RunsNotComparable, match="only the baseline was recorded"):
+        diff_sweep(sweep)
+    assert main(["diff", str(SAMPLE_RUN)]) == 2  # one run that is not a sweep
+    assert "not a sweep directory" in capsys.readouterr().err

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tftrace.analysis.diff.result import RunDiff
+    from tftrace.analysis.diff.sweep_dir import SweepDiff
 
 
 @dataclass(frozen=True)
@@ -145,26 +146,67 @@ def tables(d: RunDiff) -> list[Table]:
     return out
 
 
-def render(d: RunDiff, out: Console | None = None) -> None:
-    """Print the comparison on ``out`` (default: stdout)."""
+def _print_table(console: Console, table: Table) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    if not table.rows:
+        console.print(f"{table.title}: none", markup=False, highlight=False)
+        return
+    shown = RichTable(title=table.title, title_justify="left")
+    for i, header in enumerate(table.headers):
+        shown.add_column(header, justify="left" if i < table.text_columns else "right")
+    for row in table.rows:
+        shown.add_row(*(Text(cell) for cell in row))  # never markup: names are the user's
+    console.print(shown)
+
+
+def render(d: RunDiff, out: Console | None = None) -> None:
+    """Print the comparison on ``out`` (default: stdout)."""
     console = out or make_console()
     for line in headline(d):
         console.print(line, markup=False, highlight=False)
     for table in tables(d):
-        if not table.rows:
-            console.print(f"{table.title}: none", markup=False, highlight=False)
-            continue
-        shown = RichTable(title=table.title, title_justify="left")
-        for i, header in enumerate(table.headers):
-            shown.add_column(header, justify="left" if i < table.text_columns else "right")
-        for row in table.rows:
-            shown.add_row(*(Text(cell) for cell in row))  # never markup: names are the user's
-        console.print(shown)
+        _print_table(console, table)
     for line in d.notes:
         console.print(f"note: {line}", markup=False, highlight=False)
+
+
+def sweep_table(sd: SweepDiff) -> Table:
+    """One row per recorded setting, against the recorded baseline."""
+    return Table(
+        f"each recorded setting against the baseline ({sd.baseline})",
+        ("setting", "steps", "median ms", "speedup", "p", "verdict", "inter mean", "intra mean"),
+        [
+            (
+                str(r.setting),
+                str(r.steps),
+                fmt(r.median_ms, ".2f"),
+                fmt(r.speedup, ".3f"),
+                fmt(r.p_value, ".2g"),
+                str(r.verdict),
+                fmt(r.inter_op_mean, ".2f"),
+                fmt(r.intra_op_mean, ".2f"),
+            )
+            for r in sd.table.itertuples()
+        ],
+        text_columns=1,
+    )
+
+
+def render_sweep(sd: SweepDiff, out: Console | None = None) -> None:
+    """The sweep's summary table, then each setting's whole comparison."""
+    console = out or make_console()
+    console.print(f"sweep {sd.path}", markup=False, highlight=False)
+    _print_table(console, sweep_table(sd))
+    for label, d in sd.diffs.items():
+        console.print(f"\n{label} against {sd.baseline}", markup=False, highlight=False)
+        render(d, console)
+
+
+def sweep_text(sd: SweepDiff) -> str:
+    """``render_sweep`` as plain text (what ``print(sweep_diff)`` shows)."""
+    return capture(lambda out: render_sweep(sd, out))
 
 
 def diff_text(d: RunDiff) -> str:
@@ -175,29 +217,49 @@ def diff_text(d: RunDiff) -> str:
 def diff_page(d: RunDiff) -> str:
     """The comparison as one self-contained HTML page (inline CSS, no script, no fetch);
     every string that is not tftrace's own goes through ``esc``."""
-    from tftrace import __version__
-    from tftrace.analysis.render.html import CSP, CSS
+    return _page(f"tftrace diff: {d.a.run.path} -> {d.b.run.path}", _diff_body(d))
+
+
+def sweep_page(sd: SweepDiff) -> str:
+    """A sweep's settings compared, as one self-contained HTML page."""
+    from tftrace.analysis.render.html_sections import esc
+    from tftrace.analysis.render.html_sections import table as html_table
+
+    t = sweep_table(sd)
+    body = f"<h2>{esc(t.title)}</h2>" + html_table(t.headers, t.rows, t.text_columns)
+    for i, (label, d) in enumerate(sd.diffs.items()):
+        body += f"<h2>{esc(label)} against {esc(sd.baseline)}</h2>" + _diff_body(d, f"s{i}-")
+    return _page(f"tftrace diff: sweep {sd.path}", body)
+
+
+def _diff_body(d: RunDiff, prefix: str = "") -> str:
     from tftrace.analysis.render.html_sections import esc, note, section
     from tftrace.analysis.render.html_sections import table as html_table
 
-    title = f"tftrace diff: {d.a.run.path} -> {d.b.run.path}"
     head = "".join(f"<p>{esc(line)}</p>" for line in headline(d))
     body = "".join(
         section(
-            _anchor(t.title),
+            prefix + _anchor(t.title),
             t.title,
             html_table(t.headers, t.rows, t.text_columns) if t.rows else note("none", "none"),
         )
         for t in tables(d)
     )
-    notes = "".join(note(f"note: {line}") for line in d.notes)
+    return head + body + "".join(note(f"note: {line}") for line in d.notes)
+
+
+def _page(title: str, body: str) -> str:
+    from tftrace import __version__
+    from tftrace.analysis.render.html import CSP, CSS
+    from tftrace.analysis.render.html_sections import esc
+
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head>"
-        f"<body><main><h1>{esc(title)}</h1>{head}{body}{notes}"
+        f"<body><main><h1>{esc(title)}</h1>{body}"
         f"<footer>Written by tftrace {esc(__version__)}. Definitions of every figure: "
         "docs/analyses.md in tftrace's source.</footer></main></body></html>\n"
     )
@@ -207,4 +269,4 @@ def _anchor(title: str) -> str:
     return "-".join(title.split("(")[0].split())
 
 
-__all__: Sequence[str] = ("diff_page", "diff_text", "render", "tables")
+__all__: Sequence[str] = ("diff_page", "diff_text", "render", "render_sweep", "tables")

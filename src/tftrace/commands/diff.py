@@ -1,21 +1,33 @@
 """``tftrace diff RUN_A RUN_B``: two runs of one workload compared over their steady steps:
-step time with a verdict, pools, wall-time breakdown, op types, findings, manifest."""
+step time with a verdict, pools, wall-time breakdown, op types, findings, manifest.
+``tftrace diff SWEEP``: a sweep's recorded settings, each against its recorded baseline."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from tftrace.commands import add_cpus_argument, add_window_arguments, analysis_options, stages_bar
 
 NAME = "diff"
 HELP = "compare two runs of one workload: what changed, per pool, and whether it is real"
+USAGE = "tftrace diff [options] RUN_A RUN_B\n       tftrace diff [options] SWEEP"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_a", type=Path, metavar="RUN_A", help="the baseline run")
-    parser.add_argument("run_b", type=Path, metavar="RUN_B", help="the run compared with it")
+    parser.add_argument(
+        "run_a", type=Path, metavar="RUN_A", help="the baseline run (or a sweep directory)"
+    )
+    parser.add_argument(
+        "run_b",
+        type=Path,
+        metavar="RUN_B",
+        nargs="?",
+        help="the run compared with it; left out, RUN_A is a sweep directory recorded with "
+        "--record and each recorded setting is compared with the recorded baseline",
+    )
     add_window_arguments(parser, "each run is compared over")
     add_cpus_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -25,21 +37,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.diff import diff
-    from tftrace.analysis.diff.render import render
+    from tftrace.analysis.diff.sweep_dir import is_sweep_dir
     from tftrace.analysis.model.memory import small_pages
-    from tftrace.analysis.model.run import load
-    from tftrace.analysis.progress import LOAD_STAGES
     from tftrace.errors import CliError
 
     options = analysis_options(ns)
     small_pages()
-    runs = []
-    for path in (ns.run_a, ns.run_b):
-        with stages_bar(f"loading {path}", len(LOAD_STAGES), ns):
-            runs.append(load(path))
-    with stages_bar("comparing", 1, ns):
-        result = diff(runs[0], runs[1], **options)
+    if ns.run_b is None:
+        if not is_sweep_dir(ns.run_a):
+            raise CliError(
+                f"{ns.run_a} is not a sweep directory: give two runs (RUN_A RUN_B), or one "
+                "sweep directory recorded with tftrace sweep --record"
+            )
+        result: Any = _sweep(ns, options)
+    else:
+        result = _runs(ns, options)
     if ns.html is not None:
         try:
             ns.html.write_text(result.to_html(), encoding="utf-8")
@@ -48,7 +60,27 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        render(result)
+        print(result, end="")
         if ns.html is not None:
             print(f"wrote {ns.html}")
     return 0
+
+
+def _runs(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
+    from tftrace.analysis.diff import diff
+    from tftrace.analysis.model.run import load
+    from tftrace.analysis.progress import LOAD_STAGES
+
+    runs = []
+    for path in (ns.run_a, ns.run_b):
+        with stages_bar(f"loading {path}", len(LOAD_STAGES), ns):
+            runs.append(load(path))
+    with stages_bar("comparing", 1, ns):
+        return diff(runs[0], runs[1], **options)
+
+
+def _sweep(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
+    from tftrace.analysis.diff import diff_sweep
+
+    with stages_bar(f"comparing the settings of {ns.run_a}", 1, ns):
+        return diff_sweep(ns.run_a, **options)

@@ -1,0 +1,137 @@
+"""A sweep directory's recorded runs compared setting by setting: each recorded setting
+against the baseline's recorded run (``tftrace diff SWEEP``).
+
+A sweep records the baseline (and the recommended setting) once with every source to explain
+its verdict, and every setting with ``--record``; ``sweep.json`` names each setting's
+``recorded_run``. Only those runs have the trace a diff needs: the timed runs have none.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tftrace.analysis.diff.manifest_diff import RunsNotComparable
+from tftrace.analysis.diff.result import RunDiff, records
+from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting
+
+SUMMARY_COLUMNS = (
+    "setting",
+    "steps",
+    "median_ms",
+    "speedup",
+    "p_value",
+    "verdict",
+    "inter_op_mean",
+    "intra_op_mean",
+)
+
+
+def is_sweep_dir(path: Path) -> bool:
+    """Whether ``path`` is a sweep directory (it holds a sweep.json of a sweep)."""
+    try:
+        data = json.loads((Path(path) / SWEEP_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
+
+
+@dataclass(frozen=True)
+class SweepDiff:
+    """Each recorded setting of a sweep against its recorded baseline: ``diffs`` maps the
+    setting's label (``"intra 2 · inter 1"``) to its ``RunDiff`` (A: the baseline); ``table``
+    sums them up, one row per setting. Example::
+
+        sd = tftrace.analysis.diff.diff_sweep("tftrace-sweeps/matmul")
+        sd.table[["setting", "speedup", "verdict"]]
+    """
+
+    path: Path
+    baseline: str
+    diffs: dict[str, RunDiff]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for label, d in self.diffs.items():
+            figures = d.pools.set_index(["pool", "figure"])["b"]
+            rows.append(
+                (
+                    label,
+                    d.step_time.b.steps,
+                    d.step_time.b.median_ms,
+                    d.step_time.speedup,
+                    d.step_time.p_value,
+                    d.step_time.verdict,
+                    float(figures.get(("inter-op", "mean concurrency"), float("nan"))),
+                    float(figures.get(("intra-op", "mean concurrency"), float("nan"))),
+                )
+            )
+        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sweep": str(self.path),
+            "baseline": self.baseline,
+            "table": records(self.table),
+            "settings": {label: d.to_json() for label, d in self.diffs.items()},
+        }
+
+    def to_html(self) -> str:
+        from tftrace.analysis.diff.render import sweep_page
+
+        return sweep_page(self)
+
+    def __str__(self) -> str:
+        from tftrace.analysis.diff.render import sweep_text
+
+        return sweep_text(self)
+
+
+def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
+    """(the baseline's label, its recorded run, the other recorded settings' runs by label)
+    of a sweep directory; ``RunsNotComparable`` where there is nothing to compare."""
+    path = Path(path)
+    try:
+        data = json.loads((path / SWEEP_FILE).read_text())
+    except (OSError, ValueError):
+        raise RunsNotComparable(f"{path}: not a sweep directory (no readable sweep.json)") from None
+    settings = data.get("settings") if isinstance(data, dict) else None
+    base: tuple[str, Path] | None = None
+    others: dict[str, Path] = {}
+    for s in settings if isinstance(settings, list) else []:
+        label = Setting(s.get("intra"), s.get("inter")).label()
+        if not s.get("recorded_run"):
+            continue
+        if s.get("is_baseline"):
+            base = (label, path / s["recorded_run"])
+        else:
+            others[label] = path / s["recorded_run"]
+    if base is None:
+        raise RunsNotComparable(
+            f"{path}: the sweep's baseline was not recorded, so there is nothing to compare "
+            "its settings with"
+        )
+    if not others:
+        raise RunsNotComparable(
+            f"{path}: only the baseline was recorded; record every setting with "
+            "tftrace sweep --record to compare them setting by setting"
+        )
+    return base[0], base[1], others
+
+
+def diff_sweep(path: Path | str, **options: Any) -> SweepDiff:
+    """Every recorded setting of the sweep at ``path`` against its recorded baseline
+    (``options``: as ``diff`` takes them: window, warmup_steps, cpus)."""
+    from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.diff.compare import diff
+    from tftrace.analysis.model.run import load
+
+    label, base_path, others = recorded_runs(Path(path))
+    base = analyze(load(base_path), **options)
+    diffs = {name: diff(base, load(run), **options) for name, run in others.items()}
+    return SweepDiff(Path(path), label, diffs)
