@@ -50,10 +50,19 @@ def this_program() -> Target:
 
 
 class Profile:
-    """A recording of the code between ``start()`` and ``stop()`` (or a ``with`` block).
+    """A recording of the code between ``start()`` and ``stop()`` (or a ``with`` block);
+    ``tftrace.profile`` makes one.
 
     ``path`` is the run directory once started (None when nothing is recorded);
-    ``manifest`` the final manifest's dict after ``stop()``.
+    ``manifest`` the final manifest's dict after ``stop()``; ``recording`` whether it runs.
+
+    Example::
+
+        p = tftrace.Profile("runs/eval")
+        p.start()
+        model.evaluate(dataset)
+        p.stop()
+        run = tftrace.load(p.path)
     """
 
     def __init__(
@@ -298,6 +307,10 @@ def profile(output: str | os.PathLike[str] | None = None, **options: Any) -> Pro
         output: the run directory to create (default: a new one under ``./tftrace-runs/``).
         options: ``name``, and any field of ``RecordOptions`` (``tf_profiler=False``,
             ``pyspy=False``, ``sampler=False``, ``sample_hz``, ``pyspy_rate``, ...).
+
+    Returns:
+        A ``Profile``, used as a context manager: after the block its ``path`` is the run
+        directory (None when nothing was recorded) and its ``manifest`` the final manifest.
 
     Works in scripts, IPython and Jupyter. Bad use (a recording already running, an
     unwritable directory, a TF profiler someone else started) prints one line on stderr
