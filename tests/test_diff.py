@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import tftrace
-from conftest import SAMPLE_RUN, SAMPLE_TRACES
+from conftest import NEEDS_QUIET_CORES, SAMPLE_RUN, SAMPLE_TRACES, WORKLOADS, quiet_env
+from conftest import tftrace as run_tftrace
 from tftrace.analysis.diff import RunDiff, RunsNotComparable, diff, diff_sweep
 from tftrace.analysis.diff.manifest_diff import check_same_workload, manifest_differences
 from tftrace.analysis.diff.stats import (
@@ -279,3 +280,65 @@ def test_a_sweep_without_recorded_settings_says_so(
         diff_sweep(sweep)
     assert main(["diff", str(SAMPLE_RUN)]) == 2  # one run that is not a sweep
     assert "not a sweep directory" in capsys.readouterr().err
+
+
+# --- known answers, recorded with real TensorFlow -------------------------------------------
+
+
+def _recorded(tmp_path: Path, name: str, mode: str, intra: int, inter: int) -> tftrace.Run:
+    env = quiet_env(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
+    run = tmp_path / name
+    done = run_tftrace(
+        "record", "--no-pyspy", "-o", run, WORKLOADS / "diff_steps.py", mode, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return tftrace.load(run)
+
+
+def _figure(d: RunDiff, pool: str, figure: str) -> tuple[float, float]:
+    row = d.pools[(d.pools["pool"] == pool) & (d.pools["figure"] == figure)].iloc[0]
+    return float(row["a"]), float(row["b"])
+
+
+@pytest.mark.slow
+@NEEDS_QUIET_CORES
+def test_inter_1_against_inter_2_on_independent_branches(tmp_path: Path):
+    d = diff(
+        _recorded(tmp_path, "inter1", "branches", intra=1, inter=1),
+        _recorded(tmp_path, "inter2", "branches", intra=1, inter=2),
+    )
+    a, b = _figure(d, "inter-op", "mean concurrency")
+    assert a < 1.3 and b > 1.5, (a, b)
+    assert _figure(d, "inter-op", "threads") == (1, 2)
+    assert d.step_time.verdict == FASTER, d.step_time.reason
+    assert d.step_time.speedup is not None and d.step_time.speedup > 1.4
+    rows = d.manifest.set_index("what")
+    assert rows.loc["env TF_NUM_INTEROP_THREADS"].tolist() == ["1", "2"]
+    assert rows.loc["inter_op pool size"].tolist() == ["1", "2"]
+    assert d.a.steps.stats()["steps"] == d.b.steps.stats()["steps"] == 12
+
+
+@pytest.mark.slow
+@NEEDS_QUIET_CORES
+def test_the_same_workload_twice_is_no_significant_difference(tmp_path: Path):
+    d = diff(
+        _recorded(tmp_path, "first", "branches", intra=1, inter=2),
+        _recorded(tmp_path, "second", "branches", intra=1, inter=2),
+    )
+    assert d.step_time.verdict == SAME, d.step_time.reason
+    assert d.manifest.empty, d.manifest
+
+
+@pytest.mark.slow
+@NEEDS_QUIET_CORES
+def test_intra_1_against_intra_2_on_big_matmuls(tmp_path: Path):
+    d = diff(
+        _recorded(tmp_path, "intra1", "matmul", intra=1, inter=2),
+        _recorded(tmp_path, "intra2", "matmul", intra=2, inter=2),
+    )
+    matmul = d.ops.set_index("op_type").loc["MatMul"]  # _MklMatMul with oneDNN on
+    assert matmul["a_parallelism"] == 0  # inline: no Eigen worker helped
+    assert matmul["b_parallelism"] == pytest.approx(2.0, rel=0.15)
+    a, b = _figure(d, "intra-op", "mean concurrency")
+    assert a < 0.1 and b > 1.5, (a, b)
+    assert d.step_time.verdict == FASTER, d.step_time.reason

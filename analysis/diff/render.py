@@ -53,7 +53,7 @@ def headline(d: RunDiff) -> list[str]:
     if st.speedup is not None:
         medians += f", speedup {st.speedup:.3f}x (median A / median B)"
     lines.append(medians)
-    lines.append(f"verdict: {st.verdict}: {st.reason}")
+    lines.append(f"verdict: {st.reason}")
     return lines
 
 

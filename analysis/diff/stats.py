@@ -107,14 +107,17 @@ def compare_steps(
         else None
     )
     if min(len(a), len(b)) < MIN_STEPS:
-        why = f"{len(a)} steady steps in A, {len(b)} in B: a verdict needs {MIN_STEPS} on each side"
+        why = (
+            f"{TOO_FEW}: {len(a)} steady steps in A, {len(b)} in B, and a verdict needs "
+            f"{MIN_STEPS} on each side"
+        )
         return StepTimeDiff(spread_a, spread_b, speedup, None, None, TOO_FEW, why)
     p = rank_test(a, b)
     lo, hi = bootstrap_ratio(a, b)
     shown = f"p = {p:.2g}, 95 % interval of the speedup {lo:.3f}-{hi:.3f}"
     if p < ALPHA and not lo <= 1.0 <= hi:
         verdict = FASTER if lo > 1.0 else SLOWER
-        reason = f"B is {verdict} than A: {shown}"
+        reason = f"B is {verdict} than A ({shown})"
     else:
         verdict = SAME
         failed = []
@@ -122,7 +125,7 @@ def compare_steps(
             failed.append(f"the rank test's p = {p:.2g} is not below {ALPHA}")
         if lo <= 1.0 <= hi:
             failed.append(f"the speedup's 95 % interval {lo:.3f}-{hi:.3f} holds 1")
-        reason = "no significant difference: " + " and ".join(failed)
+        reason = f"{SAME} ({' and '.join(failed)})"
     return StepTimeDiff(spread_a, spread_b, speedup, p, (lo, hi), verdict, reason)
 
 
