@@ -342,3 +342,21 @@ def test_intra_1_against_intra_2_on_big_matmuls(tmp_path: Path):
     a, b = _figure(d, "intra-op", "mean concurrency")
     assert a < 0.1 and b > 1.5, (a, b)
     assert d.step_time.verdict == FASTER, d.step_time.reason
+
+
+@pytest.mark.slow
+@NEEDS_QUIET_CORES
+def test_a_recorded_sweep_setting_by_setting(tmp_path: Path):
+    sweep = tmp_path / "sweep"
+    done = run_tftrace(
+        "sweep", "-o", sweep, "--intra", "1,2", "--inter", "2", "--repeat", "1", "--record",
+        WORKLOADS / "diff_steps.py", "matmul",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sd = diff_sweep(sweep)
+    assert sd.baseline == "intra 1 · inter 2" and list(sd.diffs) == ["intra 2 · inter 2"]
+    d = sd.diffs["intra 2 · inter 2"]
+    a, b = _figure(d, "intra-op", "mean concurrency")
+    assert a < 0.1 and b > 1.5, (a, b)
+    assert d.step_time.verdict == FASTER, d.step_time.reason
+    assert sd.table["verdict"].tolist() == [FASTER]
