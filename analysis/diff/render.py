@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.formatting import fmt, is_missing
+from tftrace.analysis.render.html import page
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -217,7 +218,7 @@ def diff_text(d: RunDiff) -> str:
 def diff_page(d: RunDiff) -> str:
     """The comparison as one self-contained HTML page (inline CSS, no script, no fetch);
     every string that is not tftrace's own goes through ``esc``."""
-    return _page(f"tftrace diff: {d.a.run.path} -> {d.b.run.path}", _diff_body(d))
+    return page(f"tftrace diff: {d.a.run.path} -> {d.b.run.path}", _diff_body(d))
 
 
 def sweep_page(sd: SweepDiff) -> str:
@@ -229,7 +230,7 @@ def sweep_page(sd: SweepDiff) -> str:
     body = f"<h2>{esc(t.title)}</h2>" + html_table(t.headers, t.rows, t.text_columns)
     for i, (label, d) in enumerate(sd.diffs.items()):
         body += f"<h2>{esc(label)} against {esc(sd.baseline)}</h2>" + _diff_body(d, f"s{i}-")
-    return _page(f"tftrace diff: sweep {sd.path}", body)
+    return page(f"tftrace diff: sweep {sd.path}", body)
 
 
 def _diff_body(d: RunDiff, prefix: str = "") -> str:
@@ -246,23 +247,6 @@ def _diff_body(d: RunDiff, prefix: str = "") -> str:
         for t in tables(d)
     )
     return head + body + "".join(note(f"note: {line}") for line in d.notes)
-
-
-def _page(title: str, body: str) -> str:
-    from tftrace import __version__
-    from tftrace.analysis.render.html import CSP, CSS
-    from tftrace.analysis.render.html_sections import esc
-
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
-        f"<body><main><h1>{esc(title)}</h1>{body}"
-        f"<footer>Written by tftrace {esc(__version__)}. Definitions of every figure: "
-        "docs/analyses.md in tftrace's source.</footer></main></body></html>\n"
-    )
 
 
 def _anchor(title: str) -> str:

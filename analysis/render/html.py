@@ -101,14 +101,19 @@ def render_page(
     }
     nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in SECTIONS)
     sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS)
-    title = f"tftrace report: {analysis.run.path}"
+    return page(f"tftrace report: {analysis.run.path}", f"<nav>{nav}</nav>{sections}")
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained page: ``title`` (escaped here) as its heading, then ``body`` (HTML that
+    the caller escaped), under the report's content policy and style."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head>"
-        f"<body><main><h1>{esc(title)}</h1><nav>{nav}</nav>{sections}"
+        f"<body><main><h1>{esc(title)}</h1>{body}"
         f"<footer>Written by tftrace {esc(__version__)}. Definitions of every figure: "
         "docs/analyses.md in tftrace's source.</footer></main></body></html>\n"
     )
@@ -117,7 +122,7 @@ def render_page(
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
 
-__all__ = ["CSS", "FIGURES", "SECTIONS", "analysis_fragment", "esc", "render_page"]
+__all__ = ["CSS", "FIGURES", "SECTIONS", "analysis_fragment", "esc", "page", "render_page"]
 
 
 def _analysis_sections(analysis: Analysis) -> dict[str, str]:
