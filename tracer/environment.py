@@ -180,7 +180,37 @@ def host_facts() -> dict[str, Any]:
         "cpu_affinity": affinity,
         "cpu_quota": cpu_quota(),
         "clock_ticks_per_second": os.sysconf("SC_CLK_TCK"),
+        "cpu_model": cpu_model(),
     }
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name as /proc/cpuinfo gives it (None where it does not): two runs on
+    different CPUs differ in per-core speed, which ``tftrace diff`` must be able to say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip() or None
+    except OSError:
+        return None
+    return None
+
+
+def file_digest(path: str) -> str | None:
+    """sha256 of a workload script (None where it cannot be read): two runs of one script
+    whose text changed are two workloads to ``tftrace diff``."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def resolve_pool_size(

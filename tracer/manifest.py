@@ -16,6 +16,7 @@ from tftrace.analysis.model.vocabulary import PROFILE_VIEWER_DISTRIBUTIONS, TF_D
 from .environment import (
     POOL_ENV_VARS,
     distribution_version,
+    file_digest,
     host_facts,
     relevant_env,
     resolve_pool_size,
@@ -57,6 +58,9 @@ def initial(
             "kind": options.target.kind,
             "value": options.target.value,
             "args": list(options.target.args),
+            "sha256": file_digest(options.target.value)
+            if options.target.kind == "script"
+            else None,
         },
         "workload_command": [sys.executable, *options.target.argv()],
         "recording": {
@@ -144,6 +148,7 @@ def workload_section(report: dict[str, Any] | None, returncode: int | None) -> d
         "tensorflow_version",
         "cpu_affinity",
         "onednn",
+        "sources",
     ):
         section[key] = report.get(key)
     return section

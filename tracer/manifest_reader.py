@@ -223,6 +223,8 @@ class Workload:
     configured_pools: Mapping[str, int] = field(default_factory=dict)
     tensorflow_version: str | None = None
     onednn: OneDnn | None = None  # None in a manifest written before it was recorded
+    # {path: sha256} of the workload's own imported Python files (``child/sources_digest``)
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Any) -> Workload:
@@ -238,6 +240,7 @@ class Workload:
             configured_pools={
                 k: v for k, v in _dict(d.get("configured_pools")).items() if _int(v) is not None
             },
+            sources={k: v for k, v in _dict(d.get("sources")).items() if isinstance(v, str)},
         )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.diff.factors import compare_factors, explain, ops_differ
 from tftrace.analysis.diff.manifest_diff import (
     RunsNotComparable,
     check_same_workload,
@@ -92,16 +93,22 @@ def diff(
 
 def compare(a: Analysis, b: Analysis) -> RunDiff:
     """The ``RunDiff`` of two analyses that both have steps."""
-    step_time = compare_steps(step_ms(a), step_ms(b))
+    manifest = manifest_differences(a.run.manifest, b.run.manifest)
+    factors = compare_factors(a, b)
+    counts = [op_types(x)["count"] / _steps(x) for x in (a, b)]
+    step_time = explain(
+        compare_steps(step_ms(a), step_ms(b)), factors, manifest, ops_differ(*counts)
+    )
     return RunDiff(
         a=a,
         b=b,
         step_time=step_time,
+        factors=factors,
         pools=pools_diff(a, b),
         breakdown=breakdown_diff(a, b),
         ops=ops_diff(a, b),
         findings=findings_diff(a, b),
-        manifest=manifest_differences(a.run.manifest, b.run.manifest),
+        manifest=manifest,
         notes=tuple(notes(a, b)),
     )
 

@@ -1,6 +1,7 @@
-"""What differs between two runs' manifests that can explain a change: versions, the
-environment that sizes pools and picks kernels, pool sizes and where they came from, the CPUs,
-oneDNN; and whether the two runs are of the same workload at all.
+"""What differs between two runs' manifests that can explain a change: the workload's own
+files (by sha256), versions, the environment that sizes pools and picks kernels, pool sizes
+and where they came from, the CPUs, oneDNN; and whether the two runs are of the same
+workload at all.
 
 Every value is shown as text, "-" where a manifest does not say.
 """
@@ -90,6 +91,12 @@ def manifest_pairs(m: Manifest) -> dict[str, str]:
     facts: dict[str, str] = {"tftrace version": _text(m.raw.get("tftrace_version"))}
     facts["workload"] = _text(workload_of(m))
     facts["workload args"] = _text(" ".join(m.target.args) if m.target else None)
+    target = m.raw.get("target")
+    facts["workload file (sha256)"] = _text(
+        target.get("sha256") if isinstance(target, dict) else None
+    )
+    for path, digest in sorted(m.workload.sources.items()):
+        facts[f"source {path} (sha256)"] = digest[:16]
     for name, version in sorted(m.versions.items()):
         facts[f"version {name}"] = _text(version)
     facts["TensorFlow (workload)"] = _text(m.workload.tensorflow_version)

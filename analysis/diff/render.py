@@ -42,6 +42,10 @@ def _figure_spec(figure: str) -> str:
     return ".0f" if figure in ("threads", "peak concurrency") else ".2f"
 
 
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "-" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}"
+
+
 def headline(d: RunDiff) -> list[str]:
     """The runs, their windows, and the step-time verdict in words."""
     st = d.step_time
@@ -55,6 +59,8 @@ def headline(d: RunDiff) -> list[str]:
         medians += f", speedup {st.speedup:.3f}x (median A / median B)"
     lines.append(medians)
     lines.append(f"verdict: {st.reason}")
+    if st.per_step_verdict is not None:
+        lines.append(f"(the per-step test alone: {st.per_step_verdict})")
     return lines
 
 
@@ -76,6 +82,26 @@ def tables(d: RunDiff) -> list[Table]:
                 )
                 for side, s in (("A", st.a), ("B", st.b))
             ],
+        ),
+        Table(
+            "step time = busy thread-time / threads busy (medians per step; B / A)",
+            ("factor", "A", "B", "ratio", "p", "95 % interval", "significant"),
+            [
+                (
+                    name,
+                    fmt(c.a_median, ".2f"),
+                    fmt(c.b_median, ".2f"),
+                    fmt(c.ratio, ".3f"),
+                    fmt(c.p_value, ".2g"),
+                    _interval(c.interval),
+                    "yes" if c.significant else "no",
+                )
+                for name, c in (
+                    ("threads busy", d.factors.parallelism),
+                    ("busy thread-ms", d.factors.busy_time),
+                )
+            ],
+            text_columns=1,
         ),
         Table(
             "pools",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.diff.factors import StepFactors
 from tftrace.analysis.diff.stats import StepTimeDiff
 
 if TYPE_CHECKING:
@@ -26,7 +27,11 @@ class RunDiff:
     - ``step_time``: a ``StepTimeDiff``: median and spread of each side, ``speedup`` (median
       A / median B: above 1, B is faster), ``p_value`` (two-sided Mann-Whitney U test),
       ``interval`` (bootstrap 95 % interval of the speedup) and ``verdict`` ("faster",
-      "slower", "no significant difference", "too few steps"), with its ``reason``.
+      "slower", "no significant difference", "too few steps"), with its ``reason``. Where
+      the manifests are identical and only the per-thread speed moved, the verdict is "no
+      significant difference" and ``per_step_verdict`` keeps the per-step test's.
+    - ``factors``: a ``StepFactors``: the step time's two factors, threads busy per step
+      (``parallelism``) and busy thread-ms per step (``busy_time``), B against A.
     - ``pools``: one row per pool and figure (threads, mean and peak concurrency, queue delay
       p50/p99, CPU and run-queue wait per step): pool, figure, a, b, change (b - a).
     - ``breakdown``: the wall-time breakdown side by side, as shares and ms per step.
@@ -48,6 +53,7 @@ class RunDiff:
     a: Analysis
     b: Analysis
     step_time: StepTimeDiff
+    factors: StepFactors
     pools: pd.DataFrame
     breakdown: pd.DataFrame
     ops: pd.DataFrame
@@ -87,6 +93,7 @@ class RunDiff:
             "a": self._side(self.a),
             "b": self._side(self.b),
             "step_time": self.step_time.to_json(),
+            "factors": self.factors.to_json(),
             "pools": records(self.pools),
             "breakdown": records(self.breakdown),
             "ops": records(self.ops),

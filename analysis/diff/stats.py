@@ -9,7 +9,7 @@ excludes 1. With fewer than ``MIN_STEPS`` steps on either side there is no verdi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -72,10 +72,18 @@ class StepTimeDiff:
     interval: tuple[float, float] | None
     verdict: str
     reason: str
+    per_step_verdict: str | None = None  # where ``verdict`` overrules the per-step test
 
     @property
     def significant(self) -> bool:
         return self.verdict in (FASTER, SLOWER)
+
+    def with_reason(self, reason: str) -> StepTimeDiff:
+        return replace(self, reason=reason)
+
+    def overruled(self, verdict: str, reason: str) -> StepTimeDiff:
+        """This difference with another verdict; ``per_step_verdict`` keeps the test's."""
+        return replace(self, verdict=verdict, reason=reason, per_step_verdict=self.verdict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +94,7 @@ class StepTimeDiff:
             "interval": [_num(v) for v in self.interval] if self.interval else None,
             "verdict": self.verdict,
             "reason": self.reason,
+            "per_step_verdict": self.per_step_verdict,
             "alpha": ALPHA,
             "resamples": RESAMPLES,
         }
@@ -127,6 +136,50 @@ def compare_steps(
             failed.append(f"the speedup's 95 % interval {lo:.3f}-{hi:.3f} holds 1")
         reason = f"{SAME} ({' and '.join(failed)})"
     return StepTimeDiff(spread_a, spread_b, speedup, p, (lo, hi), verdict, reason)
+
+
+@dataclass(frozen=True)
+class SampleComparison:
+    """Any per-step figure of B against A: medians, ``ratio`` (median B / median A), the U
+    test's ``p_value``, the bootstrap 95 % ``interval`` of the ratio and whether both tests
+    call it ``significant`` (None and False with fewer than ``MIN_STEPS`` a side)."""
+
+    a_median: float
+    b_median: float
+    ratio: float
+    p_value: float | None
+    interval: tuple[float, float] | None
+
+    @property
+    def significant(self) -> bool:
+        if self.p_value is None or self.interval is None:
+            return False
+        lo, hi = self.interval
+        return self.p_value < ALPHA and not lo <= 1.0 <= hi
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a_median": _num(self.a_median),
+            "b_median": _num(self.b_median),
+            "ratio": _num(self.ratio),
+            "p_value": _num(self.p_value),
+            "interval": [_num(v) for v in self.interval] if self.interval else None,
+            "significant": self.significant,
+        }
+
+
+def compare_samples(
+    a_values: Sequence[float] | np.ndarray, b_values: Sequence[float] | np.ndarray
+) -> SampleComparison:
+    """B against A for one per-step figure, with the two tests ``compare_steps`` uses."""
+    a = np.asarray(a_values, dtype=np.float64)
+    b = np.asarray(b_values, dtype=np.float64)
+    med_a = float(np.median(a)) if len(a) else float("nan")
+    med_b = float(np.median(b)) if len(b) else float("nan")
+    ratio = med_b / med_a if med_a > 0 else float("nan")
+    if min(len(a), len(b)) < MIN_STEPS:
+        return SampleComparison(med_a, med_b, ratio, None, None)
+    return SampleComparison(med_a, med_b, ratio, rank_test(a, b), bootstrap_ratio(b, a))
 
 
 def rank_test(a: np.ndarray, b: np.ndarray) -> float:

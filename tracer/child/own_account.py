@@ -12,6 +12,7 @@ from tftrace.analysis.model.vocabulary import ONEDNN_ENV
 
 from ..environment import clock_anchor
 from . import setter_calls
+from .sources_digest import workload_sources
 
 PR_SET_PTRACER = 0x59616D61
 # The run directory of the ``tftrace record`` that launched this process, once its bootstrap
@@ -55,6 +56,12 @@ def describe_tf(report: dict[str, Any]) -> None:
     except Exception as e:
         report["configured_pools_error"] = f"{type(e).__name__}: {e}"
     report["onednn"] = _onednn(tf_loaded="tensorflow" in sys.modules)
+    try:
+        target = report.get("target") or {}
+        script = target.get("value") if target.get("kind") == "script" else None
+        report["sources"] = workload_sources(script=script)
+    except Exception as e:  # never lose the run over a digest
+        report["sources_error"] = f"{type(e).__name__}: {e}"
 
 
 def _onednn(tf_loaded: bool) -> dict[str, Any]:
