@@ -29,7 +29,6 @@ from tftrace.analysis.render.tensorboard import (
     SUBDIR,
     png_size,
     series_resolution_ns,
-    slug,
     write_summaries,
 )
 
@@ -105,24 +104,45 @@ def test_concurrency_scalars_are_the_series_per_pool(written: tuple[Analysis, An
         assert [e.wall_time for e in events] == pytest.approx(walls, abs=1e-6)
 
 
-def test_summary_scalars_are_the_analysis_figures(written: tuple[Analysis, Any]) -> None:
+def test_whole_window_figures_are_text_not_single_points(written: tuple[Analysis, Any]) -> None:
     analysis, acc = written
-    expected: dict[str, float] = {}
+    tags = acc.Tags()["tensors"]
+    assert not [t for t in tags if t.startswith(("pool/", "queue_delay/", "breakdown/"))]
+    (text,) = values(acc, "figures")
+    assert plugin_of(acc, "figures") == "text"
+    markdown = text.item().decode()
     for r in analysis.pools.to_dict("records"):
-        expected[f"pool/{r['pool']}/mean_concurrency"] = r["mean"]
-        expected[f"pool/{r['pool']}/peak_concurrency"] = r["peak"]
-        expected[f"pool/{r['pool']}/utilisation"] = r["utilisation"]
-        expected[f"pool/{r['pool']}/core_share"] = r["core_share"]
+        assert f"| {r['pool']} | {r['threads']} |" in markdown
+        assert f"| {r['mean']:.2f} | {r['peak']} |" in markdown
     for r in analysis.queue_delay.to_dict("records"):
-        for column in ("p50_us", "p90_us", "p99_us", "max_us"):
-            expected[f"queue_delay/{r['pool']}/{column}"] = r[column]
+        assert f"| {r['pool']} | {r['closures']} | {r['p50_us']:.1f} |" in markdown
     for r in analysis.breakdown.to_dict("records"):
-        expected[f"breakdown/{slug(r['category'])}"] = r["share"]
-    assert "queue_delay/inter-op/p99_us" in expected and "breakdown/python_host" in expected
-    for tag, value in expected.items():
-        (got,) = values(acc, tag)
-        assert plugin_of(acc, tag) == "scalars", tag
-        assert float(got) == pytest.approx(value, **FLOAT32), tag
+        assert f"| {r['category']} | {r['share']:.1%} |" in markdown
+
+
+def test_pool_concurrency_per_step(written: tuple[Analysis, Any]) -> None:
+    """steps/concurrency/<pool>: the pool's busy thread-time inside the step / its duration,
+    checked against the concurrency step function integrated by hand."""
+    analysis, acc = written
+    table = analysis.steps.table
+    for pool in ANALYSED_POOLS:
+        tag = f"steps/concurrency/{pool.value}"
+        f = analysis.concurrency[pool].function
+        expected = []
+        for start, end in zip(table["start_ns"], table["end_ns"], strict=True):
+            lo, hi = max(int(start), analysis.window[0]), min(int(end), analysis.window[1])
+            widths = np.diff(np.clip(f.times, lo, hi))
+            expected.append(float((widths * f.values).sum()) / (hi - lo))
+        assert [e.step for e in acc.Tensors(tag)] == table["step"].tolist(), tag
+        assert [float(v) for v in values(acc, tag)] == pytest.approx(expected, **FLOAT32), tag
+        assert plugin_of(acc, tag) == "scalars"
+    # the steps lie inside the window (gaps between them aside): their busy time is part of
+    # the pool's, and no step has more threads busy on average than the peak
+    inter = analysis.concurrency[ANALYSED_POOLS[0]]
+    per_step = np.array([float(v) for v in values(acc, "steps/concurrency/inter-op")])
+    busy = (per_step * table["duration_ns"].to_numpy(dtype=float)).sum()
+    assert 0.5 * inter.busy_thread_ns < busy <= inter.busy_thread_ns * (1 + 1e-6)
+    assert per_step.max() <= inter.peak
 
 
 def test_step_scalars(written: tuple[Analysis, Any]) -> None:
@@ -168,7 +188,7 @@ def test_rewriting_replaces_the_points(sample_run_copy: Path) -> None:
         analysis.run, ANALYSED_POOLS[0], series_resolution_ns(analysis.window), analysis.window
     )
     assert len(acc.Tensors(f"concurrency/{ANALYSED_POOLS[0].value}")) == len(series)
-    assert len(acc.Tensors("pool/inter-op/mean_concurrency")) == 1
+    assert len(acc.Tensors("steps/concurrency/inter-op")) == len(analysis.steps.table)
 
 
 def test_no_findings_says_so() -> None:
@@ -280,7 +300,7 @@ def test_tensorboard_command_serves_profile_and_scalars(
                 lambda r: "tftrace" in r,
                 deadline,
             )
-            assert {"concurrency/inter-op", "pool/intra-op/utilisation"} <= set(tags["tftrace"])
+            assert {"concurrency/inter-op", "steps/concurrency/intra-op"} <= set(tags["tftrace"])
             sessions = _get_json(f"{url}data/plugin/profile/runs")
             (session,) = [p.name for p in run_dir.glob("plugins/profile/*")]
             assert any(session in s for s in sessions), sessions

@@ -71,6 +71,17 @@ class PoolConcurrency:
             {"t_ns": edges[:-1], "busy_threads": np.diff(integral) / np.maximum(widths, 1)}
         )
 
+    def means(self, starts_ns: np.ndarray, ends_ns: np.ndarray) -> np.ndarray:
+        """Mean number of busy threads over each span [start, end) (steps, for one), counting
+        only the part inside the window; NaN for a span with none inside it."""
+        lo, hi = self.window
+        start = np.clip(np.asarray(starts_ns, dtype=np.int64), lo, hi)
+        end = np.clip(np.asarray(ends_ns, dtype=np.int64), lo, hi)
+        busy = self.function.integral_at(end) - self.function.integral_at(start)
+        width = (end - start).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(width > 0, busy / width, np.nan)
+
     def histogram(self) -> pd.DataFrame:
         width = self.window[1] - self.window[0]
         ns = np.array(self.level_ns, dtype=np.int64)

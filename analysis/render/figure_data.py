@@ -219,6 +219,17 @@ def breakdown_bars(
     return pd.concat(bars, ignore_index=True)
 
 
+def step_concurrency(analysis: Analysis) -> pd.DataFrame:
+    """Per step of the analysis: each analysed pool's mean number of busy threads during the
+    step (``PoolConcurrency.means``), one column per pool value beside ``step``."""
+    table = analysis.steps.table
+    frame = pd.DataFrame({"step": table["step"].to_numpy()})
+    starts, ends = table["start_ns"].to_numpy(), table["end_ns"].to_numpy()
+    for pool in analysis.pools["pool"]:
+        frame[str(pool)] = analysis.concurrency[Pool(pool)].means(starts, ends)
+    return frame
+
+
 def report_plot_data(analysis: Analysis) -> ReportPlotData:
     """The tables of every figure of the report, for the pools the Analysis reports on."""
     run, window = analysis.run, analysis.window

@@ -12,11 +12,15 @@ What is written (tags):
   "relative" axis is time since the first bin and its "wall" axis is the clock of the recording.
   Bins are whole milliseconds, at most ``MAX_POINTS`` per pool: TensorBoard keeps 1,000 points
   of a scalar series by default and would otherwise drop some at random.
-- ``pool/<pool>/{mean_concurrency,peak_concurrency,utilisation,core_share}``,
-  ``queue_delay/<pool>/{p50_us,p90_us,p99_us,max_us}``, ``breakdown/<category>`` (share of the
-  window): one point each at step 0, the figures of ``Analysis`` unchanged.
-- ``steps/duration_ms`` and ``steps/breakdown/<category>``: per step found, step = step number
-  (with more than ``MAX_POINTS`` steps, the mean of each run of consecutive steps, at its last).
+- ``steps/duration_ms``, ``steps/breakdown/<category>`` (share of the step, 0-1) and
+  ``steps/concurrency/<pool>`` (mean number of the pool's threads busy during the step): per
+  step of the analysed window, step = step number, so TensorBoard's Time Series charts show
+  how they move over the training (with more than ``MAX_POINTS`` steps, the mean of each run
+  of consecutive steps, at its last).
+- ``figures``: the whole-window figures of ``Analysis`` unchanged (per pool: size, mean and
+  peak concurrency, utilisation, share of the cores, queue-delay percentiles; the breakdown),
+  as markdown tables: one number each is no chart. The Thread pools tab (``tftrace``'s
+  TensorBoard plugin) shows them with the findings, threads and figures.
 - ``plots/<name>``: PNG images given by the caller; ``findings`` and ``about``: markdown text.
 
 The event file is written without TensorFlow: the summary protos and plugin metadata come from
@@ -52,19 +56,16 @@ from tftrace.analysis.findings import Finding
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
 from tftrace.analysis.render.core_use_text import headline
+from tftrace.analysis.render.figure_data import step_concurrency
+from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, pool_rows
 from tftrace.analysis.render.window_text import warmup_line, window_line
 
 SUBDIR = "tftrace"
 EVENT_FILE_GLOB = "events.out.tfevents.*"
 MAX_POINTS = 1000
 MS = 1_000_000
-POOL_FIGURES = {
-    "mean": ("mean_concurrency", "Mean number of the pool's threads busy in the analysed window."),
-    "peak": ("peak_concurrency", "Most of the pool's threads busy at one moment."),
-    "utilisation": ("utilisation", "Busy thread-time / (pool size x window), 0-1."),
-    "core_share": ("core_share", "Mean concurrency / schedulable CPUs (over 1: oversubscribed)."),
-}
 QUEUE_FIGURES = ("p50_us", "p90_us", "p99_us", "max_us")
+CONCURRENCY_PREFIX = "concurrency/"  # per-step pool columns, apart from the breakdown's
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _SCALAR = tensor_shape_pb2.TensorShapeProto()
 
@@ -141,19 +142,37 @@ def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) ->
 
 
 def figure_events(analysis: Analysis, clock: _Clock) -> list[Any]:
-    """The whole-window figures of the analysis, one point each at step 0."""
-    values: list[Any] = []
-    for row in analysis.pools.to_dict("records"):
-        for column, (name, description) in POOL_FIGURES.items():
-            values += _maybe_scalar(f"pool/{row['pool']}/{name}", row[column], description)
-    for row in analysis.queue_delay.to_dict("records"):
-        for column in QUEUE_FIGURES:
-            description = f"Queue delay (scheduled -> started) of the pool's closures, {column}."
-            values += _maybe_scalar(f"queue_delay/{row['pool']}/{column}", row[column], description)
-    for row in analysis.breakdown.to_dict("records"):
-        description = f"Share of the window in category {row['category']!r} (0-1)."
-        values += _maybe_scalar(f"breakdown/{slug(row['category'])}", row["share"], description)
-    return [_event(summary, 0, clock.start_s) for summary in values]
+    """``figures``: the whole-window figures as markdown tables (pools, queue delay,
+    breakdown), one text at step 0."""
+    description = "The analysed window's figures per pool and category."
+    return [_event(_text("figures", render_figures(analysis), description), 0, clock.start_s)]
+
+
+def render_figures(analysis: Analysis) -> str:
+    """Markdown tables of the pools, queue-delay percentiles and breakdown of the window."""
+    queue_rows = [
+        (str(r["pool"]), str(r["closures"]), *(fmt(r[c], ".1f") for c in QUEUE_FIGURES))
+        for r in analysis.queue_delay.to_dict("records")
+    ]
+    breakdown_rows = [
+        (str(r["category"]), fmt(r["share"], ".1%")) for r in analysis.breakdown.to_dict("records")
+    ]
+    return "\n\n".join(
+        (
+            _markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
+            _markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
+            _markdown_table(("category", "share of the window"), breakdown_rows),
+        )
+    )
+
+
+def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A markdown table; '|' in a cell (a name from the trace) is escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), line(["---"] * len(headers)), *map(line, rows)])
 
 
 def step_points(table: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
@@ -170,9 +189,10 @@ def step_points(table: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFra
 
 
 def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
-    """Per step (or per run of steps, ``step_points``): its duration and its breakdown shares,
-    step = the (last) step's number."""
-    table = step_points(analysis.steps.table)
+    """Per step (or per run of steps, ``step_points``): its duration, its breakdown shares and
+    each pool's mean concurrency, step = the (last) step's number."""
+    pools = step_concurrency(analysis).drop(columns="step").add_prefix(CONCURRENCY_PREFIX)
+    table = step_points(pd.concat([analysis.steps.table.reset_index(drop=True), pools], axis=1))
     shares = [c for c in CATEGORIES if c in table.columns]  # not "batches": no share
     events: list[Any] = []
     for i, row in enumerate(table.to_dict("records")):
@@ -187,6 +207,13 @@ def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
                 f"steps/breakdown/{slug(column)}",
                 row[column],
                 f"Share of the step in category {column!r} (0-1)." if first else None,
+            )
+        for column in pools.columns:
+            pool = column.removeprefix(CONCURRENCY_PREFIX)
+            values += _maybe_value(
+                f"steps/concurrency/{pool}",
+                row[column],
+                f"Mean number of busy {pool} threads during the step." if first else None,
             )
         if values:  # one event per step, all its values (as a merged summary)
             summary = summary_pb2.Summary(value=values)
@@ -219,7 +246,8 @@ def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[
         *(f"- {line}" for line in (headline(analysis.core_use) if analysis.core_use else [])),
         f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
         "wall time = when it happened",
-        "- single figures (pool, queue_delay, breakdown) are one point at step 0",
+        "- steps/*: one point per step (step = step number); the whole window's figures "
+        "are the text `figures`, and the Thread pools tab shows them all",
         *(f"- missing: {line}" for line in analysis.run.missing),
     ]
     return [_event(_text("about", "\n".join(lines), "The run analysed."), 0, clock.start_s)]
