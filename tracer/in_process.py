@@ -24,6 +24,7 @@ from . import manifest, rundir
 from .child.own_account import allow_tracer, describe_tf, launched_into, new_report
 from .child.profiler_window import ProfilerWindow
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
 from .options import DEFAULT_RUNS_DIR, RecordOptions, Target
 from .run_end import finish_manifest
@@ -158,8 +159,9 @@ def _start(profile: Profile) -> _Parts | None:
     options = profile.options
     path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
     try:
+        path = Path(expand_task(str(path), os.environ))
         run = rundir.create(path)
-    except (FileExistsError, OSError) as e:
+    except (FileExistsError, OSError, TaskError) as e:
         warn(f"cannot create run directory {path} ({e}); the code runs unrecorded")
         return None
     profile.path = run.path

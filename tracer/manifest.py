@@ -13,6 +13,7 @@ from typing import Any
 from tftrace import __version__
 from tftrace.analysis.model.vocabulary import PROFILE_VIEWER_DISTRIBUTIONS, TF_DISTRIBUTIONS
 
+from .cluster_task import TaskError, clock_sync, task_of
 from .environment import (
     POOL_ENV_VARS,
     distribution_version,
@@ -84,7 +85,8 @@ def initial(
             "sampler": options.sampler,
             "sample_hz": options.sample_hz,
         },
-        "clock": {"start": start_anchor},
+        "clock": {"start": start_anchor, "sync": clock_sync()},
+        "cluster": cluster_block(env),
         "sources": {},
     }
 
@@ -125,6 +127,14 @@ def final_status(interrupted: bool, report: dict[str, Any] | None) -> str:
     if report.get("setup_error"):
         return "failed"
     return "complete"
+
+
+def cluster_block(env: dict[str, str]) -> dict[str, Any] | None:
+    """This process's task of a distributed job (TF_CONFIG), None outside one."""
+    try:
+        return task_of(env)
+    except TaskError as e:
+        return {"error": str(e)}
 
 
 def workload_section(report: dict[str, Any] | None, returncode: int | None) -> dict[str, Any]:

@@ -245,6 +245,28 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class ClusterTask:
+    """A run's task of a distributed TensorFlow job (``cluster_task.task_of``): ``name`` is
+    ``worker-0``; ``cluster`` the job's tasks by type, each a list of addresses."""
+
+    type: str
+    index: int
+    name: str
+    cluster: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClusterTask | None:
+        d = _dict(data)
+        kind, index = _str(d.get("type")), _int(d.get("index"))
+        if kind is None or index is None:
+            return None
+        cluster = {
+            str(k): tuple(str(a) for a in _list(v)) for k, v in _dict(d.get("cluster")).items()
+        }
+        return cls(kind, index, _str(d.get("name")) or f"{kind}-{index}", cluster)
+
+
+@dataclass(frozen=True)
 class Recording:
     """How the run was recorded (``manifest.initial``), so that every command reads it the
     same way. ``how``: ``"record"`` for ``tftrace record`` / ``tftrace.record`` (also what a
@@ -332,6 +354,11 @@ class Manifest:
         """The CPUs the process may use: its affinity, else the machine's count; None when
         neither is known. TF sizes its pools by the affinity; a quota is ``host.cpu_quota``."""
         return len(self.host.cpu_affinity) or self.host.cpu_count or None
+
+    @property
+    def task(self) -> ClusterTask | None:
+        """This run's task of a distributed job (from TF_CONFIG), None outside one."""
+        return ClusterTask.from_json(self.raw.get("cluster"))
 
     def pool(self, name: str) -> PoolSetting:
         """The setting of pool ``name``; size and source None when the manifest has none."""

@@ -18,6 +18,7 @@ from typing import Any
 from tftrace.errors import TftraceError
 
 from . import manifest, rundir
+from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
 from .manifest_reader import Manifest
 from .options import DEFAULT_RUNS_DIR, RecordOptions
@@ -110,18 +111,20 @@ def record(options: RecordOptions) -> RecordResult:
     if steps_problem is not None:
         raise RecordError(steps_problem)
     check_target(options)
-    path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
-    try:
-        run = rundir.create(path)
-    except (FileExistsError, OSError) as e:
-        raise RecordError(f"cannot create run directory {path}: {e}") from None
-
     env = dict(os.environ)
     for key, value in options.env.items():
         if value is None:
             env.pop(key, None)
         else:
             env[key] = value
+    path = options.output or rundir.default_run_path(DEFAULT_RUNS_DIR, options.name)
+    try:
+        path = Path(expand_task(str(path), env))
+        run = rundir.create(path)
+    except TaskError as e:
+        raise RecordError(f"cannot name the run directory: {e}") from None
+    except (FileExistsError, OSError) as e:
+        raise RecordError(f"cannot create run directory {path}: {e}") from None
     env["PYTHONUNBUFFERED"] = "1"  # output reaches the terminal live through our pipe
     start_anchor = clock_anchor()
     data = manifest.initial(options, run, env, start_anchor)

@@ -187,6 +187,10 @@ def _batches(run: Run, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 # A loop's steps cover most of what was traced; a name repeated now and then (TF's own
 # "convert_to_tensor" annotations) is not a step.
 MIN_COVER = 0.3
+# ... unless the loop spends most of each step in Python between its calls (input read in
+# Python, a straggler's own delay): a tf.function called at least this many times, from the
+# first tenth of the trace to its last, is the loop's step however short its calls.
+MIN_CALLS, MIN_EXTENT = 5, 0.8
 
 
 def find_steps(run: Run, window: tuple[int, int] | None = None) -> Steps:
@@ -194,6 +198,17 @@ def find_steps(run: Run, window: tuple[int, int] | None = None) -> Steps:
     counts them all, so a window can say "steps 2-50 of 50")."""
     steps = _find_all(run)
     return steps if window is None else steps.within(window)
+
+
+def _is_loop(source: str, start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> bool:
+    if int((end - start).sum()) >= MIN_COVER * (hi - lo):
+        return True
+    extent = int(end.max()) - int(start.min())
+    return (
+        source.startswith("tf.function")
+        and len(start) >= MIN_CALLS
+        and extent >= MIN_EXTENT * (hi - lo)
+    )
 
 
 def _find_all(run: Run) -> Steps:
@@ -205,7 +220,7 @@ def _find_all(run: Run) -> Steps:
         keep = _top_level(start, end)
         start, end = start[keep], end[keep]
         cover = int((end - start).sum())
-        if len(start) >= 2 and cover > best_cover and cover >= MIN_COVER * (hi - lo):
+        if len(start) >= 2 and cover > best_cover and _is_loop(source, start, end, lo, hi):
             best, best_cover = (source, start, end), cover
     if best is None:
         return Steps("none", pd.DataFrame(columns=list(COLUMNS)))

@@ -93,6 +93,11 @@ def is_tf_library(shared_object: str) -> bool:
 # Instant events (duration 0) on every pool's lines, the only events Eigen workers write:
 # Record on the thread that schedules a closure, StartRegion / StopRegion on the worker that
 # runs it. Present in the TF 2.18 and 2.21 traces, absent from 2.16's.
+# Collective ops of TF's distributed runtime (CollectiveReduceV2, CollectiveGatherV2,
+# CollectiveBcastSend/Recv, NcclAllReduce, ...): asynchronous kernels whose op event lasts until
+# every worker has joined, so its length includes the wait for the slowest.
+COLLECTIVE_OP_PREFIXES = ("Collective", "Nccl", "AllReduce")
+
 THREADPOOL_RECORD = "ThreadpoolListener::Record"
 THREADPOOL_START_REGION = "ThreadpoolListener::StartRegion"
 THREADPOOL_STOP_REGION = "ThreadpoolListener::StopRegion"

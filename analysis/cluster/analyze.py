@@ -1,0 +1,173 @@
+"""``analyze_cluster(DIR) -> ClusterAnalysis``: each host of a multi-host directory analysed
+on its own, in parallel, then the cross-host view.
+
+The hosts go through a ``concurrent.futures`` executor: a process pool by default (each host's
+analysis is CPU-bound Python and NumPy), or any executor the caller passes, such as a Dask
+distributed client's (``client.get_executor()``), whose workers must see the directory at the
+same path. Each job returns a small ``HostSummary``, not the host's trace.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tftrace.analysis.cluster.cross import clock_offsets, matched_steps, straggler, workers_table
+from tftrace.analysis.cluster.findings import missing_findings, straggler_finding
+from tftrace.analysis.cluster.host import HostSummary, summarize_host
+from tftrace.analysis.cluster.layout import find_hosts
+from tftrace.analysis.diff.result import records
+from tftrace.analysis.findings.finding import Finding
+
+
+@dataclass(frozen=True, repr=False)
+class ClusterAnalysis:
+    """A multi-host job: each host's summary and the cross-host view.
+
+    Attributes:
+
+    - ``hosts``: one ``HostSummary`` per host directory, in the job's task order.
+    - ``missing``: tasks of the job's cluster spec without a directory.
+    - ``steps``: per host and matched step: call, period, collective, wait, own time (ms).
+    - ``workers``: per host, the medians of those over the matched steps.
+    - ``straggler``: host, lead_ms, slowest_share, others_wait_ms; None when there is none.
+    - ``clocks``: how well the hosts line up in time, against the first.
+    - ``findings``: the straggler with its cause, and hosts missing, dead or unreadable.
+
+    Example::
+
+        c = tftrace.analyze_cluster("runs/job")
+        c.workers[["host", "step_ms", "wait_ms"]]
+        c.straggler  # {"host": "worker-1", "lead_ms": 61.2, ...}
+    """
+
+    path: Path
+    hosts: tuple[HostSummary, ...]
+    missing: tuple[str, ...]
+    steps: pd.DataFrame
+    workers: pd.DataFrame
+    straggler: dict[str, Any] | None
+    clocks: pd.DataFrame
+    findings: tuple[Finding, ...] = field(default=())
+
+    def host(self, name: str) -> HostSummary:
+        """The summary of host ``name`` (KeyError when there is none)."""
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every figure as plain JSON values (``tftrace analyze DIR --json``)."""
+        return {
+            "kind": "cluster",
+            "path": str(self.path),
+            "hosts": [h.to_json() for h in self.hosts],
+            "missing": list(self.missing),
+            "workers": records(self.workers),
+            "straggler": self.straggler,
+            "clocks": records(self.clocks),
+            "pools": records(pools_side_by_side(self)),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    def __repr__(self) -> str:
+        who = self.straggler["host"] if self.straggler else "none"
+        return f"<ClusterAnalysis {self.path}: {len(self.hosts)} hosts, straggler {who}>"
+
+    def __str__(self) -> str:
+        from tftrace.analysis.cluster.render import cluster_text
+
+        return cluster_text(self)
+
+
+def pools_side_by_side(c: ClusterAnalysis) -> pd.DataFrame:
+    """Each host's pool table in one frame: host, pool, threads, mean, peak."""
+    parts = []
+    for h in c.hosts:
+        if not h.pools.empty:
+            p = h.pools[["pool", "threads", "mean", "peak"]].copy()
+            p.insert(0, "host", h.name)
+            parts.append(p)
+    if not parts:
+        return pd.DataFrame(columns=["host", "pool", "threads", "mean", "peak"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _default_executor(jobs: int) -> Executor:
+    workers = max(1, min(jobs, os.cpu_count() or 1))
+    # fork is fast and safe while this process runs one thread; with more (a notebook's, a
+    # server's), a forked child could inherit a lock held by another thread: spawn then.
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
+
+
+def analyze_cluster(
+    path: str | os.PathLike[str],
+    *,
+    executor: Executor | None = None,
+    window: str = "steady",
+    warmup_steps: int = 1,
+) -> ClusterAnalysis:
+    """Analyse every host of a multi-host directory in parallel, then across hosts.
+
+    Args:
+        path: a directory of host run directories (``tftrace record -o DIR/{task}``, or
+            ``tftrace capture -o DIR``).
+        executor: where the hosts are analysed: any ``concurrent.futures.Executor`` (a Dask
+            client's ``get_executor()``); default a process pool, one process per host up
+            to the CPUs.
+        window, warmup_steps: each host's window, as for ``tftrace.analyze``.
+
+    Returns:
+        A ``ClusterAnalysis``.
+
+    Raises:
+        NotAClusterDir (a ``TftraceError``) when the directory holds no host's run.
+
+    Example::
+
+        from dask.distributed import Client
+        c = tftrace.analyze_cluster("runs/job", executor=Client("tcp://sched:8786").get_executor())
+        print(c)
+    """
+    layout = find_hosts(path)
+    own = executor is None
+    pool = _default_executor(len(layout.hosts)) if executor is None else executor
+    try:
+        futures = [
+            pool.submit(summarize_host, h.name, str(h.path), window, warmup_steps)
+            for h in layout.hosts
+        ]
+        hosts = [f.result() for f in futures]
+    finally:
+        if own:
+            pool.shutdown()
+    return cross_host(layout.path, hosts, layout.missing)
+
+
+def cross_host(path: Path, hosts: list[HostSummary], missing: tuple[str, ...]) -> ClusterAnalysis:
+    """The cross-host view of host summaries already made."""
+    steps = matched_steps(hosts)
+    workers = workers_table(hosts, steps)
+    found = straggler(workers, steps) if len(steps) else None
+    findings = missing_findings(missing, hosts)
+    if found is not None:
+        findings.insert(0, straggler_finding(found, hosts, workers))
+    return ClusterAnalysis(
+        path=Path(path),
+        hosts=tuple(hosts),
+        missing=missing,
+        steps=steps,
+        workers=workers,
+        straggler=found,
+        clocks=clock_offsets(hosts, steps),
+        findings=tuple(findings),
+    )

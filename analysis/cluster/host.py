@@ -1,0 +1,151 @@
+"""One host of a multi-host job, analysed on its own and reduced to what the cross-host
+view needs: a plain, picklable ``HostSummary`` (an executor's worker process returns it; a
+Dask worker ships it back), never the host's whole trace.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.intervals import clip, union
+from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.vocabulary import COLLECTIVE_OP_PREFIXES
+
+STEP_COLUMNS = ("step", "start_wall_ns", "end_wall_ns", "call_ms", "period_ms", "collective_ms")
+
+
+@dataclass(frozen=True)
+class HostSummary:
+    """A host's figures for the cross-host view.
+
+    ``steps``: one row per steady step (``STEP_COLUMNS``): its number, start and end on the
+    wall clock (ns since the epoch, the axis the hosts share), the step call's length, the
+    period to the next step's start (NaN for the last), and the time inside collective ops.
+    ``pools``/``cpu``: the host's pool and CPU tables as ``tftrace analyze`` computes them.
+    ``error``: why the host could not be analysed (the other fields are then empty)."""
+
+    name: str
+    path: str
+    hostname: str | None = None
+    status: str | None = None
+    returncode: int | None = None
+    usable_cpus: int | None = None
+    pool_sizes: dict[str, int | None] = field(default_factory=dict)
+    window: str = ""
+    headline: tuple[str, ...] = ()
+    steps: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STEP_COLUMNS))
+    pools: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
+    findings: tuple[dict[str, Any], ...] = ()
+    collective_ops: int = 0
+    error: str | None = None
+
+    @property
+    def died(self) -> bool:
+        """The workload ended with an error or a signal (its data is kept)."""
+        return self.status in ("crashed", "failed") or bool(self.returncode)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "hostname": self.hostname,
+            "status": self.status,
+            "returncode": self.returncode,
+            "usable_cpus": self.usable_cpus,
+            "pool_sizes": self.pool_sizes,
+            "window": self.window,
+            "headline": list(self.headline),
+            "steps": len(self.steps),
+            "collective_ops": self.collective_ops,
+            "findings": list(self.findings),
+            "error": self.error,
+        }
+
+
+def collective_ms(run: Any, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, int]:
+    """ms inside collective ops (their union, any thread) within each [start, end] span, and
+    how many collective ops the run has."""
+    ops = op_events(run)
+    types = ops["op_type"].astype(str)
+    hit = ops[types.str.startswith(COLLECTIVE_OP_PREFIXES).to_numpy()]
+    out = np.zeros(len(start))
+    if hit.empty or not len(start):
+        return out, len(hit)
+    s, e = union(hit["start_ns"].to_numpy(np.int64), hit["end_ns"].to_numpy(np.int64))
+    for i, (lo, hi) in enumerate(zip(start, end, strict=True)):
+        cs, ce = clip(s, e, int(lo), int(hi))
+        out[i] = float((ce - cs).sum()) / 1e6
+    return out, len(hit)
+
+
+def host_steps(analysis: Any) -> tuple[pd.DataFrame, int]:
+    """The steady steps of a host on the wall clock, with their collective time."""
+    t = analysis.steps.table
+    start = t["start_ns"].to_numpy(np.int64)
+    end = t["end_ns"].to_numpy(np.int64)
+    origin = analysis.run.origin.wall_ns
+    period = np.r_[np.diff(start) / 1e6, np.nan] if len(start) else np.zeros(0)
+    coll, count = collective_ms(analysis.run, start, end)
+    frame = pd.DataFrame(
+        {
+            "step": t["step"].to_numpy(np.int64),
+            "start_wall_ns": start + origin,
+            "end_wall_ns": end + origin,
+            "call_ms": (end - start) / 1e6,
+            "period_ms": period,
+            "collective_ms": coll,
+        }
+    )
+    return frame, count
+
+
+def summarize_host(
+    name: str, path: str, window: str = "steady", warmup_steps: int = 1
+) -> HostSummary:
+    """Load and analyse one host's run (in whatever process the executor runs this) and
+    reduce it to a ``HostSummary``; a host that cannot be analysed gets its ``error``."""
+    from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.model.run import load
+    from tftrace.analysis.render.core_use_text import headline
+    from tftrace.errors import TftraceError
+
+    base = {"name": name, "path": path}
+    try:
+        run = load(Path(path))
+        m = run.manifest
+        base.update(
+            hostname=m.host.hostname,
+            status=m.status,
+            returncode=m.workload.returncode,
+            usable_cpus=m.usable_cpus,
+            pool_sizes={p: m.pool(p).size for p in ("inter_op", "intra_op")},
+        )
+        if run.xplane is None or run.events.empty:
+            lacks = "; ".join(run.missing) or "no trace events"
+            return HostSummary(**base, error=f"no trace to analyse ({lacks})")
+        analysis = analyze(run, window=window, warmup_steps=warmup_steps)
+        steps, count = host_steps(analysis)
+        return HostSummary(
+            **base,
+            window=analysis.window_basis,
+            headline=tuple(headline(analysis.core_use)) if analysis.core_use else (),
+            steps=steps,
+            pools=analysis.pools.copy(),
+            cpu=analysis.cpu.copy(),
+            findings=tuple(f.to_json() for f in analysis.findings),
+            collective_ops=count,
+        )
+    except TftraceError as e:
+        return HostSummary(**base, error=str(e))
+    except Exception as e:  # one host's bad data must not lose the others
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return HostSummary(
+            **base, error=f"{type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
+        )

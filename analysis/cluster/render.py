@@ -1,0 +1,75 @@
+"""A ``ClusterAnalysis`` as terminal text: the hosts, step time per worker, the straggler,
+the findings, and the pools of every host side by side."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.render.formatting import fmt
+
+if TYPE_CHECKING:
+    from tftrace.analysis.cluster.analyze import ClusterAnalysis
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [line.format(*header), *(line.format(*r) for r in rows)]
+
+
+def cluster_text(c: ClusterAnalysis) -> str:
+    from tftrace.analysis.cluster.analyze import pools_side_by_side
+
+    out = [
+        f"{c.path}: {len(c.hosts)} hosts"
+        + (f", missing: {', '.join(c.missing)}" if c.missing else "")
+    ]
+    for h in c.hosts:
+        state = f"error: {h.error}" if h.error else h.window
+        if h.died:
+            state = f"died (status {h.status}, code {h.returncode}); " + state
+        out.append(f"  {h.name}  {h.hostname or '-'}  {fmt(h.usable_cpus)} CPUs  {state}")
+    out += ["", "step time per worker (medians over matched steps, ms)"]
+    out += _table(
+        ("host", "steps", "step", "period", "collective", "wait", "own", "between steps"),
+        [
+            (
+                str(r.host),
+                str(r.steps),
+                *(
+                    fmt(v, ".1f")
+                    for v in (
+                        r.step_ms,
+                        r.period_ms,
+                        r.collective_ms,
+                        r.wait_ms,
+                        r.own_ms,
+                        r.between_steps_ms,
+                    )
+                ),
+            )
+            for r in c.workers.itertuples()
+        ],
+    )
+    out += ["", "clocks (against the first host)"]
+    out += _table(
+        ("host", "one clock", "step-end gap ms"),
+        [
+            (str(r.host), "yes" if r.same_clock else "no", fmt(r.step_end_gap_ms, ".2f"))
+            for r in c.clocks.itertuples()
+        ],
+    )
+    out += ["", "findings"]
+    out += [f"  [{f.severity.value}] {f.message}\n      -> {f.action}" for f in c.findings] or [
+        "  none"
+    ]
+    pools = pools_side_by_side(c)
+    out += ["", "pools per host"]
+    out += _table(
+        ("host", "pool", "threads", "mean", "peak"),
+        [
+            (str(r.host), str(r.pool), fmt(r.threads), fmt(r.mean, ".2f"), fmt(r.peak))
+            for r in pools.itertuples()
+        ],
+    )
+    return "\n".join(out)
