@@ -57,6 +57,12 @@ class ClusterAnalysis:
     clocks: pd.DataFrame
     findings: tuple[Finding, ...] = field(default=())
 
+    @property
+    def lost(self) -> tuple[str, ...]:
+        """The hosts without data to analyse: the spec's tasks without a directory, then
+        those whose directory holds no trace (a worker that died before flushing it)."""
+        return (*self.missing, *(h.name for h in self.hosts if h.error is not None))
+
     def host(self, name: str) -> HostSummary:
         """The summary of host ``name`` (KeyError when there is none)."""
         for h in self.hosts:
@@ -71,6 +77,7 @@ class ClusterAnalysis:
             "path": str(self.path),
             "hosts": [h.to_json() for h in self.hosts],
             "missing": list(self.missing),
+            "lost": list(self.lost),
             "workers": records(self.workers),
             "straggler": self.straggler,
             "clocks": records(self.clocks),

@@ -112,16 +112,17 @@ def missing_findings(missing: tuple[str, ...], hosts: list[HostSummary]) -> list
             )
         )
     for h in hosts:
-        if h.error is not None or h.died:
-            why = h.error or f"its workload ended with status {h.status}, code {h.returncode}"
-            out.append(
-                Finding(
-                    "host-died" if h.died else "host-unreadable",
-                    Severity.HIGH,
-                    None,
-                    f"{h.name}: {why}; the other hosts' data is kept",
-                    f"see {h.path}/workload/stderr.log",
-                    {"host": h.name},
-                )
+        if h.error is None and not h.died and not h.failed:
+            continue
+        kept = "its data up to then is analysed" if h.error is None else f"no analysis ({h.error})"
+        out.append(
+            Finding(
+                "host-died" if h.died else "host-failed" if h.failed else "host-unreadable",
+                Severity.HIGH,
+                None,
+                f"{h.name}: {h.ending()}; {kept}; the other hosts' data is kept",
+                f"see {h.path}/workload/stderr.log",
+                {"host": h.name, "exception": h.exception, "returncode": h.returncode},
             )
+        )
     return out

@@ -44,12 +44,27 @@ class HostSummary:
     cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
     findings: tuple[dict[str, Any], ...] = ()
     collective_ops: int = 0
+    exception: str | None = None  # the workload's own uncaught exception, first line
     error: str | None = None
 
     @property
     def died(self) -> bool:
-        """The workload ended with an error or a signal (its data is kept)."""
-        return self.status in ("crashed", "failed") or bool(self.returncode)
+        """The workload ended before its end: killed, crashed or exited without its own
+        account (no trace flushed, as a lost host)."""
+        return self.status == "crashed" or (bool(self.returncode) and self.exception is None)
+
+    @property
+    def failed(self) -> bool:
+        """The workload raised (a peer that went away fails a worker's collectives)."""
+        return self.exception is not None
+
+    def ending(self) -> str:
+        """How its workload ended, in words."""
+        if self.failed:
+            return f"its workload raised {self.exception}"
+        if self.died:
+            return f"its workload died (status {self.status}, exit code {self.returncode})"
+        return f"its workload ended normally (status {self.status})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +79,8 @@ class HostSummary:
             "headline": list(self.headline),
             "steps": len(self.steps),
             "collective_ops": self.collective_ops,
+            "exception": self.exception,
+            "died": self.died,
             "findings": list(self.findings),
             "error": self.error,
         }
@@ -106,6 +123,16 @@ def host_steps(analysis: Any) -> tuple[pd.DataFrame, int]:
     return frame, count
 
 
+def _exception(exc: Any) -> str | None:
+    if exc is None:
+        return None
+    lines = [ln.strip() for ln in (exc.message or "").splitlines() if ln.strip()]
+    # TF's graph errors open with where the node was defined; the cause follows
+    skip = ("Graph execution error", "Detected at node", "File ")
+    cause = next((ln for ln in lines if not ln.startswith(skip)), "")
+    return f"{exc.type}: {cause}" if cause else str(exc.type)
+
+
 def summarize_host(
     name: str, path: str, window: str = "steady", warmup_steps: int = 1
 ) -> HostSummary:
@@ -126,6 +153,7 @@ def summarize_host(
             returncode=m.workload.returncode,
             usable_cpus=m.usable_cpus,
             pool_sizes={p: m.pool(p).size for p in ("inter_op", "intra_op")},
+            exception=_exception(m.workload.exception),
         )
         if run.xplane is None or run.events.empty:
             lacks = "; ".join(run.missing) or "no trace events"

@@ -20,14 +20,13 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 def cluster_text(c: ClusterAnalysis) -> str:
     from tftrace.analysis.cluster.analyze import pools_side_by_side
 
-    out = [
-        f"{c.path}: {len(c.hosts)} hosts"
-        + (f", missing: {', '.join(c.missing)}" if c.missing else "")
-    ]
+    out = [f"{c.path}: {len(c.hosts)} hosts"]
+    if c.lost:
+        out[0] += f"; missing: {', '.join(c.lost)} (no data to analyse)"
     for h in c.hosts:
-        state = f"error: {h.error}" if h.error else h.window
-        if h.died:
-            state = f"died (status {h.status}, code {h.returncode}); " + state
+        state = f"no analysis: {h.error}" if h.error else h.window
+        if h.died or h.failed:
+            state = f"{h.ending()}; {state}"
         out.append(f"  {h.name}  {h.hostname or '-'}  {fmt(h.usable_cpus)} CPUs  {state}")
     out += ["", "step time per worker (medians over matched steps, ms)"]
     out += _table(

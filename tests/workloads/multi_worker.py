@@ -5,7 +5,8 @@ Each step (a tf.function) computes a gradient of a 512 x 512 product on each wor
 all-reduces it across the workers. ``--delay-task N --delay-ms D`` makes worker N a straggler
 by construction: it sleeps (or, with ``--burn``, spins on the CPU) D ms before each step, so
 the other workers wait about D ms in the all-reduce of every step. ``--die-after K``: worker
-``--delay-task`` exits abruptly after K steps.
+``--delay-task`` exits abruptly (code 3) after K steps; the others' collectives then fail at
+``--timeout-s``.
 """
 
 import argparse
@@ -21,11 +22,14 @@ parser.add_argument("--delay-task", type=int, default=-1)
 parser.add_argument("--delay-ms", type=float, default=0.0)
 parser.add_argument("--burn", action="store_true")
 parser.add_argument("--die-after", type=int, default=-1)
+parser.add_argument("--timeout-s", type=float, default=30.0, help="a collective's time limit")
 args = parser.parse_args()
 
 task = json.loads(os.environ["TF_CONFIG"])["task"]
 me = int(task["index"])
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
+# A worker whose peer died would wait in its collective forever: the time limit ends it.
+options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=args.timeout_s)
+strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 with strategy.scope():
     w = tf.Variable(tf.random.normal((512, 512)))
 x = tf.random.normal((512, 512))

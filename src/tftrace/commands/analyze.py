@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.cluster.layout import is_cluster_dir
 from tftrace.commands import add_analysis_arguments, analyze_run
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 
@@ -35,6 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"timed runs per setting with --verify (default {DEFAULT_VERIFY_REPEAT}; "
         "3 or more to judge noise)",
     )
+    parser.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="for a directory of hosts: analyse them on a Dask cluster (its scheduler's "
+        "address, or 'local' for a local one; the workers must see RUN at the same path) "
+        "instead of a process pool",
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -43,6 +51,10 @@ def run(ns: argparse.Namespace) -> int:
 
     if ns.verify_repeat < 1:
         raise CliError(f"--verify-repeat must be at least 1, not {ns.verify_repeat}")
+    if is_cluster_dir(ns.run):
+        return _cluster(ns)
+    if ns.dask:
+        raise CliError(f"--dask is for a directory of hosts; {ns.run} is one run")
     analysis = analyze_run(ns)
     if ns.verify:
         analysis = _verified(analysis, ns)
@@ -51,6 +63,20 @@ def run(ns: argparse.Namespace) -> int:
     else:
         render(analysis)
     return 0
+
+
+def _cluster(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.cluster import analyze_cluster
+    from tftrace.commands.executors import dask_executor
+    from tftrace.errors import CliError
+
+    if ns.verify:
+        raise CliError("--verify takes one run; run it on a host's directory")
+    options = {"window": ns.window or "steady", "warmup_steps": ns.warmup_steps}
+    with dask_executor(ns.dask) as executor:
+        cluster = analyze_cluster(ns.run, executor=executor, **options)
+    print(json.dumps(cluster.to_json(), indent=2) if ns.json else cluster)
+    return 1 if cluster.lost else 0
 
 
 def _verified(analysis: Analysis, ns: argparse.Namespace) -> Analysis:

@@ -1,0 +1,51 @@
+"""A multi-worker TensorFlow job on localhost, each worker under ``tftrace record -o
+DIR/{task}``: what the multi-host tests launch."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import WORKLOADS, quiet_env
+
+JOB = WORKLOADS / "multi_worker.py"
+TIMEOUT_S = 300
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def record_job(out: Path, *job_args: str, workers: int = 2) -> list[subprocess.CompletedProcess[str]]:
+    """Run the job with one ``tftrace record -o out/{task}`` per worker, side by side; the
+    finished processes, by worker index."""
+    cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
+    procs = []
+    for i in range(workers):
+        config = {"cluster": cluster, "task": {"type": "worker", "index": i}}
+        env = quiet_env(TF_CONFIG=json.dumps(config))
+        argv = [sys.executable, "-m", "tftrace", "record", "--no-pyspy", "-o", f"{out}/{{task}}"]
+        procs.append(
+            subprocess.Popen(
+                [*argv, str(JOB), *job_args],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    done = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=TIMEOUT_S)
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
+    return done
