@@ -26,7 +26,9 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def record_job(out: Path, *job_args: str, workers: int = 2) -> list[subprocess.CompletedProcess[str]]:
+def record_job(
+    out: Path, *job_args: str, workers: int = 2
+) -> list[subprocess.CompletedProcess[str]]:
     """Run the job with one ``tftrace record -o out/{task}`` per worker, side by side; the
     finished processes, by worker index."""
     cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}

@@ -46,8 +46,13 @@ def straggler_cause(
                 f"size {top.name}'s {pool} pool as the others'",
                 {"pool": pool, "size": size, "others": sorted(theirs)},
             )
-    wait, others_wait = _run_queue_ms(top), np.nanmedian([_run_queue_ms(o) for o in others])
-    if np.isfinite(wait) and wait - others_wait >= CAUSE_SHARE * lead_ms:
+    theirs = [w for w in (_run_queue_ms(o) for o in others) if np.isfinite(w)]
+    wait, others_wait = _run_queue_ms(top), float(np.median(theirs)) if theirs else np.nan
+    if (
+        np.isfinite(wait)
+        and np.isfinite(others_wait)
+        and wait - others_wait >= CAUSE_SHARE * lead_ms
+    ):
         return (
             f"its threads waited {wait:.1f} ms per step for a CPU (the others "
             f"{others_wait:.1f}): another process shares its cores",

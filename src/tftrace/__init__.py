@@ -13,6 +13,7 @@ The front door, in the order the data flows::
     print(analysis)  # the terminal report; in Jupyter, the report's tables
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
     change = tftrace.diff(run, tftrace.load("runs/other"))  # what changed, and is it real
+    job = tftrace.analyze_cluster("runs/job")  # hosts of a distributed job: the straggler
 
 ``record``, ``load``, ``analyze``, ``verify``, ``sweep`` and ``diff`` are what the ``tftrace``
 command line calls too. Every user-facing failure raises a ``TftraceError``.
@@ -48,6 +49,8 @@ _LAZY = {
     "verify": "tftrace.analysis.sweep.verify",
     "diff": "tftrace.analysis.diff",
     "RunDiff": "tftrace.analysis.diff",
+    "analyze_cluster": "tftrace.analysis.cluster",
+    "ClusterAnalysis": "tftrace.analysis.cluster",
     "Verification": "tftrace.analysis.findings.finding",
     "AdvisedSetting": "tftrace.analysis.findings.finding",
 }
@@ -55,6 +58,7 @@ _LAZY = {
 __all__ = [
     "AdvisedSetting",
     "Analysis",
+    "ClusterAnalysis",
     "Finding",
     "Profile",
     "RecordResult",
@@ -67,6 +71,7 @@ __all__ = [
     "Verification",
     "__version__",
     "analyze",
+    "analyze_cluster",
     "diff",
     "load",
     "profile",
@@ -77,6 +82,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis, analyze
+    from tftrace.analysis.cluster import ClusterAnalysis, analyze_cluster
     from tftrace.analysis.diff import RunDiff, diff
     from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
