@@ -19,7 +19,13 @@ from typing import Any
 
 import pandas as pd
 
-from tftrace.analysis.cluster.cross import clock_offsets, matched_steps, straggler, workers_table
+from tftrace.analysis.cluster.cross import (
+    clock_offsets,
+    clock_verdict,
+    matched_steps,
+    straggler,
+    workers_table,
+)
 from tftrace.analysis.cluster.findings import missing_findings, straggler_finding
 from tftrace.analysis.cluster.host import HostSummary, summarize_host
 from tftrace.analysis.cluster.layout import find_hosts
@@ -81,6 +87,7 @@ class ClusterAnalysis:
             "workers": records(self.workers),
             "straggler": self.straggler,
             "clocks": records(self.clocks),
+            "clock_verdict": clock_verdict(self.clocks),
             "pools": records(pools_side_by_side(self)),
             "findings": [f.to_json() for f in self.findings],
         }

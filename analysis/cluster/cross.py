@@ -104,14 +104,19 @@ def straggler(workers: pd.DataFrame, steps: pd.DataFrame) -> dict[str, float | s
     }
 
 
+CLOCK_COLUMNS = ("host", "same_clock", "synchronised", "est_error_ms", "step_end_gap_ms")
+
+
 def clock_offsets(hosts: list[HostSummary], steps: pd.DataFrame) -> pd.DataFrame:
-    """How well the hosts line up on one time axis, against the first host: host, same_clock
-    (one machine: one clock, offset 0 by construction), and the median gap between the ends
-    of the same steps (a collective releases all workers together, so this bounds the
-    offset plus the work after it)."""
+    """How well the hosts line up on one time axis, against the first host (``CLOCK_COLUMNS``):
+    same_clock (one machine: one clock, offset 0 by construction); synchronised and
+    est_error_ms, the kernel's NTP state and estimated error of each host's clock (two hosts
+    align within the sum of their errors); and step_end_gap_ms, the median gap between the
+    ends of the same steps (a collective releases all workers together, so it bounds the
+    offset plus the work after the collective)."""
     rows = []
     if not hosts:
-        return pd.DataFrame(columns=["host", "same_clock", "step_end_gap_ms"])
+        return pd.DataFrame(columns=list(CLOCK_COLUMNS))
     ref = hosts[0]
     ends = (
         steps.pivot_table(index="step", columns="host", values="end_wall_ns")
@@ -123,5 +128,20 @@ def clock_offsets(hosts: list[HostSummary], steps: pd.DataFrame) -> pd.DataFrame
         if ends is not None and h.name in ends and ref.name in ends:
             gap = float(np.median(ends[h.name] - ends[ref.name])) / 1e6
         same = h.hostname is not None and h.hostname == ref.hostname
-        rows.append((h.name, same, gap))
-    return pd.DataFrame(rows, columns=["host", "same_clock", "step_end_gap_ms"])
+        sync = h.clock_sync.get("synchronised")
+        error = h.clock_sync.get("esterror_us")
+        rows.append((h.name, same, sync, error / 1e3 if error is not None else np.nan, gap))
+    return pd.DataFrame(rows, columns=list(CLOCK_COLUMNS))
+
+
+def clock_verdict(clocks: pd.DataFrame) -> str:
+    """How well the hosts' traces line up, in one sentence."""
+    if clocks.empty or clocks["same_clock"].all():
+        return "all hosts on one machine: one clock, no offset between their traces"
+    if clocks["synchronised"].eq(True).all():
+        bound = float(clocks["est_error_ms"].nlargest(2).sum())
+        return f"clocks NTP-synchronised: the traces line up within about {bound:.1f} ms"
+    return (
+        "some clocks are not synchronised (kernel's NTP state): the offsets are unknown; the "
+        "step-end gaps are the best estimate of them"
+    )

@@ -45,6 +45,7 @@ class HostSummary:
     findings: tuple[dict[str, Any], ...] = ()
     collective_ops: int = 0
     exception: str | None = None  # the workload's own uncaught exception, first line
+    clock_sync: dict[str, Any] = field(default_factory=dict)  # cluster_task.clock_sync
     error: str | None = None
 
     @property
@@ -154,6 +155,7 @@ def summarize_host(
             usable_cpus=m.usable_cpus,
             pool_sizes={p: m.pool(p).size for p in ("inter_op", "intra_op")},
             exception=_exception(m.workload.exception),
+            clock_sync=dict((m.raw.get("clock") or {}).get("sync") or {}),
         )
         if run.xplane is None or run.events.empty:
             lacks = "; ".join(run.missing) or "no trace events"

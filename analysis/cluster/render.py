@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.cluster.cross import clock_verdict
 from tftrace.analysis.render.formatting import fmt
 
 if TYPE_CHECKING:
@@ -50,11 +51,17 @@ def cluster_text(c: ClusterAnalysis) -> str:
             for r in c.workers.itertuples()
         ],
     )
-    out += ["", "clocks (against the first host)"]
+    out += ["", f"clocks: {clock_verdict(c.clocks)}"]
     out += _table(
-        ("host", "one clock", "step-end gap ms"),
+        ("host", "one clock", "synchronised", "est. error ms", "step-end gap ms"),
         [
-            (str(r.host), "yes" if r.same_clock else "no", fmt(r.step_end_gap_ms, ".2f"))
+            (
+                str(r.host),
+                "yes" if r.same_clock else "no",
+                {True: "yes", False: "no"}.get(r.synchronised, "-"),
+                fmt(r.est_error_ms, ".1f"),
+                fmt(r.step_end_gap_ms, ".2f"),
+            )
             for r in c.clocks.itertuples()
         ],
     )

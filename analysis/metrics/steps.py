@@ -188,8 +188,8 @@ def _batches(run: Run, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 # "convert_to_tensor" annotations) is not a step.
 MIN_COVER = 0.3
 # ... unless the loop spends most of each step in Python between its calls (input read in
-# Python, a straggler's own delay): a tf.function called at least this many times, from the
-# first tenth of the trace to its last, is the loop's step however short its calls.
+# Python, a straggler's own delay): a tf.function called at least this many times, its calls
+# spread over most of the trace, is the loop's step however short they are.
 MIN_CALLS, MIN_EXTENT = 5, 0.8
 
 
