@@ -1,8 +1,10 @@
 """``tftrace tensorboard RUN``: the analysis as TensorBoard summaries, served beside the profile.
 
-The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.render.tensorboard``), then
-TensorBoard serves ``RUN`` on 127.0.0.1 until Ctrl-C: its profile plugin shows the trace, and a
-run named ``tftrace`` holds the concurrency series, the figures, the plots and the findings.
+The summaries go into ``RUN/tftrace/`` (see ``tftrace.analysis.render.tensorboard``), with the
+Thread pools tab's data for the run (``tftrace.analysis.tensorboard_plugin.cache``, so that the
+tab opens at once, over the window asked for), then TensorBoard serves ``RUN`` on 127.0.0.1
+until Ctrl-C: the Thread pools tab (tftrace's own plugin) shows the analysis, its profile plugin
+the trace, and a run named ``tftrace`` holds the per-step series, the plots and the findings.
 
 Figures and findings come from ``tftrace.analysis.analyze.analyze`` and the images from
 ``tftrace.analysis.render.plots.png_images``, as in the HTML report.
@@ -23,6 +25,7 @@ from tftrace.errors import CliError
 NAME = "tensorboard"
 HELP = "write the analysis as TensorBoard summaries into the run and serve it with TensorBoard"
 HOST = "127.0.0.1"
+TAB = "#tftrace"  # TensorBoard opens a plugin's tab at its name
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,11 +43,13 @@ def run(ns: argparse.Namespace) -> int:
         raise CliError(f"tensorboard: --port must be 0-65535, not {ns.port}")
     from tftrace.analysis.render.plots import png_images
     from tftrace.analysis.render.tensorboard import write_summaries
+    from tftrace.analysis.tensorboard_plugin.cache import store
 
     analysis = analyze_run(ns)
     loaded = analysis.run
     try:
         written = write_summaries(analysis, images=png_images(analysis))
+        store(analysis)
     except OSError as e:
         raise CliError(
             f"{e.filename or loaded.path}: cannot write summaries ({e.strerror})"
@@ -63,6 +68,7 @@ def serve(logdir: Path, port: int) -> int:
     try:
         url = _launch(logdir, port)
         print(f"TensorBoard: {url}  (Ctrl-C to stop)", flush=True)
+        print(f"Thread pools: {url.rstrip('/')}/{TAB}", flush=True)
         _sleep_until_interrupted()
     except KeyboardInterrupt:
         print("", flush=True)
@@ -82,9 +88,16 @@ def _sleep_until_interrupted() -> None:
 
 def _launch(logdir: Path, port: int) -> str:
     """Start TensorBoard's server in a background thread; its URL (with the real port)."""
-    from tensorboard import program
+    from tensorboard import default, program
 
-    board = program.TensorBoard()
+    from tftrace.analysis.tensorboard_plugin.plugin import ThreadPoolsPlugin
+
+    # The Thread pools tab comes through tftrace's entry point; an install that did not
+    # register it (a source checkout on the path) gets it here all the same.
+    plugins = default.get_plugins()
+    if ThreadPoolsPlugin not in plugins:
+        plugins.append(ThreadPoolsPlugin)
+    board = program.TensorBoard(plugins=plugins)
     board.configure(
         argv=[None, "--logdir", str(logdir), "--host", HOST, "--port", str(port)],
     )

@@ -1,0 +1,135 @@
+"""The Thread pools tab's data for one run: an Analysis as the JSON the page draws.
+
+It is ``Analysis.to_json()`` (what ``tftrace analyze --json`` prints) with what the report adds
+to it, in the report's own words: the core-use headline and idle causes
+(``core_use_text``), the window and warm-up lines, the run's manifest, the concurrency series and
+queue-delay distribution of the report's figures (``figure_data``), the steps with each pool's
+mean concurrency per step (at most ``MAX_POINTS`` of them, as the TensorBoard summaries), and
+the threads with their pool and evidence (``threads.thread_rows``). Nothing is computed here
+that the Analysis does not hold. Text from the trace stays text: the page puts it into the DOM
+as text nodes, never as markup.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tftrace import __version__
+from tftrace.analysis.analyze import Analysis
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.render.core_use_text import HEADERS as CAUSE_HEADERS
+from tftrace.analysis.render.core_use_text import cause_rows, headline
+from tftrace.analysis.render.figure_data import (
+    SERIES_BINS,
+    concurrency_stack,
+    queue_delay_distribution,
+    step_concurrency,
+)
+from tftrace.analysis.render.html_sections import manifest_pairs
+from tftrace.analysis.render.tensorboard import CONCURRENCY_PREFIX, MAX_POINTS, step_points
+from tftrace.analysis.render.threads import thread_rows
+from tftrace.analysis.render.window_text import (
+    step_summary_lines,
+    steps_line,
+    warmup_line,
+    window_line,
+)
+
+THREAD_COLUMNS = ("pool", "tid", "os_name", "tf_name", "python_name", "line_name", "events")
+
+
+def dashboard(analysis: Analysis) -> dict[str, Any]:
+    """Everything the tab shows of one analysed run, as plain JSON values."""
+    data = analysis.to_json()
+    run = analysis.run
+    use = analysis.core_use
+    data.update(
+        tftrace_version=__version__,
+        headline=headline(use) if use else [],
+        idle_causes={"headers": list(CAUSE_HEADERS), "rows": cause_rows(use) if use else []},
+        core_use_notes=list(use.notes) if use else [],
+        window_line=window_line(analysis),
+        warmup_line=warmup_line(analysis.warmup),
+        manifest=manifest_pairs(run.manifest) if run.manifest.exists else [],
+        notes=list(run.notes),
+        concurrency=concurrency_figure(analysis),
+        queue_delay_distribution=records(
+            queue_delay_distribution(
+                run, [Pool(p) for p in analysis.queue_delay["pool"]], analysis.window
+            )
+        ),
+        steps={**data["steps"], **steps_figure(analysis)},  # its stats; points, not the table
+        threads=threads_table(analysis),
+    )
+    return clean(data)
+
+
+def concurrency_figure(analysis: Analysis) -> dict[str, Any]:
+    """Busy threads per pool over the window, in ``SERIES_BINS`` bins (the report's figure),
+    with the schedulable CPUs as its reference line."""
+    pools = [analysis.concurrency[Pool(p)] for p in analysis.pools["pool"]]
+    stack = concurrency_stack(pools, SERIES_BINS)
+    return {
+        "t_s": stack["t_s"].tolist(),
+        "pools": {c.pool.value: stack[c.pool.value].tolist() for c in pools},
+        "cores": analysis.run.manifest.usable_cpus,
+    }
+
+
+def steps_figure(analysis: Analysis) -> dict[str, Any]:
+    """The steps: how they were found, the report's summary lines, and one point per step
+    (duration, breakdown shares, each pool's mean concurrency), binned above ``MAX_POINTS``."""
+    steps = analysis.steps
+    pools = step_concurrency(analysis).drop(columns="step").add_prefix(CONCURRENCY_PREFIX)
+    table = pd.concat([steps.table.reset_index(drop=True), pools], axis=1)
+    points = step_points(table, MAX_POINTS)
+    return {
+        "source": steps.source,
+        "count": len(table),
+        "binned": len(points) < len(table),
+        "line": steps_line(steps),
+        "summary": step_summary_lines(steps.summary()),
+        "pools": [c.removeprefix(CONCURRENCY_PREFIX) for c in pools.columns],
+        "points": records(points.drop(columns=["start_ns", "end_ns"])),
+        "table": None,  # every step is in `tftrace analyze --json` and `tftrace export`
+    }
+
+
+def threads_table(analysis: Analysis) -> list[dict[str, Any]]:
+    """One row per thread: its pool, ids and names, trace events, and what decided its pool.
+    Ids stay exact (a trace line id needs 64 bits: it is sent as text)."""
+    rows = []
+    for r in thread_rows(analysis.run).to_dict("records"):
+        row = {c: _plain(r[c]) for c in THREAD_COLUMNS}
+        row["line_id"] = None if _plain(r["line_id"]) is None else str(r["line_id"])
+        row["evidence"] = str(r["evidence"])
+        rows.append(row)
+    return rows
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A DataFrame as JSON records (column names as they are, missing values as None)."""
+    return [{str(k): _plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if isinstance(value, (bool, int, float, str)) else str(value)
+
+
+def clean(value: Any) -> Any:
+    """JSON values all the way down: NaN and infinities become None, tuples lists."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return _plain(value)

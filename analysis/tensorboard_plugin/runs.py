@@ -1,0 +1,118 @@
+"""The runs the tab shows: tftrace run directories at or under TensorBoard's log directory.
+
+A run is a directory whose ``manifest.json`` is a tftrace manifest (its ``kind``); it is named
+as TensorBoard names runs, by its path relative to the log directory (``.`` for the log
+directory itself). A run's *fingerprint* is what its analysis depends on: the size and
+modification time of every file the recorder wrote, and the tftrace version; a cached analysis
+is used only while its fingerprint holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tftrace import __version__
+from tftrace.tracer import rundir
+from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest
+
+# What a recording writes and an analysis reads (files, or folders of them).
+RECORDED = (
+    rundir.MANIFEST,
+    rundir.IDENTITY,
+    rundir.OS_SAMPLES_DIR,
+    rundir.PYSPY_TRACE,
+    rundir.PROFILE_DIR,
+    rundir.STEPS,
+    rundir.WORKLOAD_REPORT,
+)
+# Folders inside a run that hold recordings' parts or tftrace's outputs, never another run.
+NOT_RUNS = frozenset({"plugins", "os_threads", "pyspy", "workload", "tftrace", "report_files"})
+RESCAN_S = 5.0  # TensorBoard asks whether the plugin is active on every reload
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run found under the log directory: its TensorBoard-style ``name`` and what its
+    manifest says about it, for the run picker."""
+
+    name: str
+    path: Path
+    label: str  # the run's own --name, else its directory's
+    status: str | None
+    created: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "status": self.status,
+            "created": self.created,
+        }
+
+
+def read_run(path: Path, name: str) -> RunInfo | None:
+    """The run at ``path``, or None when its manifest is missing, unreadable or not tftrace's."""
+    try:
+        data = json.loads((path / rundir.MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND:
+        return None
+    manifest = Manifest.from_json(data)
+    label = manifest.name or (path.name if name == "." else name)
+    return RunInfo(name, path, label, manifest.status, manifest.created)
+
+
+def find_runs(logdir: Path) -> dict[str, RunInfo]:
+    """Every run at or under ``logdir`` by name, in name order; unreadable folders are passed by."""
+    found: dict[str, RunInfo] = {}
+    for where, folders, files in os.walk(logdir):
+        here = Path(where)
+        if rundir.MANIFEST in files:
+            name = here.relative_to(logdir).as_posix()
+            run = read_run(here, name)
+            if run is not None:
+                found[name] = run
+        folders[:] = sorted(f for f in folders if f not in NOT_RUNS and not f.startswith("."))
+    return dict(sorted(found.items()))
+
+
+class RunIndex:
+    """``find_runs`` of one log directory, walked again at most every ``RESCAN_S`` seconds."""
+
+    def __init__(self, logdir: Path | None) -> None:
+        self.logdir = logdir
+        self._lock = threading.Lock()
+        self._runs: dict[str, RunInfo] = {}
+        self._at = -RESCAN_S
+
+    def runs(self) -> dict[str, RunInfo]:
+        if self.logdir is None:
+            return {}
+        with self._lock:
+            if time.monotonic() - self._at >= RESCAN_S:
+                self._runs = find_runs(self.logdir)
+                self._at = time.monotonic()
+            return self._runs
+
+
+def fingerprint(path: Path) -> dict[str, Any]:
+    """The tftrace version and (relative path, size, mtime ns) of every recorded file."""
+    files = []
+    for part in RECORDED:
+        target = path / part
+        found = sorted(target.rglob("*")) if target.is_dir() else [target]
+        for file in found:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            if file.is_file():
+                files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
+    return {"tftrace": __version__, "files": files}
