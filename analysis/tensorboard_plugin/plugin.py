@@ -52,13 +52,14 @@ class ThreadPoolsPlugin(base_plugin.TBPlugin):
         self._diff_lock = threading.Lock()
 
     def get_plugin_apps(self) -> dict[str, Any]:
-        return {
+        handlers = {
             "/index.js": self._serve_index,
             "/static/*": self._serve_static,
             "/runs": self._serve_runs,
             "/run": self._serve_run,
             "/diff": self._serve_diff,
         }
+        return {route: wrappers.Request.application(h) for route, h in handlers.items()}
 
     def is_active(self) -> bool:
         return bool(self.index.runs())
@@ -68,21 +69,17 @@ class ThreadPoolsPlugin(base_plugin.TBPlugin):
 
     # --- routes -----------------------------------------------------------------------------
 
-    @wrappers.Request.application
     def _serve_index(self, request: wrappers.Request) -> wrappers.Response:
         return _static(request, "index.js")
 
-    @wrappers.Request.application
     def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
         return _static(request, request.path.rpartition("/")[2])
 
-    @wrappers.Request.application
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
         runs = [r.to_json() for r in self.index.runs().values()]
         logdir = str(self.index.logdir) if self.index.logdir else None
         return _json(request, {"logdir": logdir, "runs": runs})
 
-    @wrappers.Request.application
     def _serve_run(self, request: wrappers.Request) -> wrappers.Response:
         name = request.args.get("run", "")
         run = self.index.runs().get(name)
@@ -94,7 +91,6 @@ class ThreadPoolsPlugin(base_plugin.TBPlugin):
             return _json(request, {"run": name, "error": str(e)}, 500)
         return _json(request, {**data, "name": name, "label": run.label})
 
-    @wrappers.Request.application
     def _serve_diff(self, request: wrappers.Request) -> wrappers.Response:
         names = request.args.get("a", ""), request.args.get("b", "")
         runs = self.index.runs()
