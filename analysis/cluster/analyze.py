@@ -23,6 +23,7 @@ from tftrace.analysis.cluster.cross import (
     clock_offsets,
     clock_verdict,
     matched_steps,
+    pools_side_by_side,
     straggler,
     workers_table,
 )
@@ -88,7 +89,7 @@ class ClusterAnalysis:
             "straggler": self.straggler,
             "clocks": records(self.clocks),
             "clock_verdict": clock_verdict(self.clocks),
-            "pools": records(pools_side_by_side(self)),
+            "pools": records(pools_side_by_side(self.hosts)),
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -100,19 +101,6 @@ class ClusterAnalysis:
         from tftrace.analysis.cluster.render import cluster_text
 
         return cluster_text(self)
-
-
-def pools_side_by_side(c: ClusterAnalysis) -> pd.DataFrame:
-    """Each host's pool table in one frame: host, pool, threads, mean, peak."""
-    parts = []
-    for h in c.hosts:
-        if not h.pools.empty:
-            p = h.pools[["pool", "threads", "mean", "peak"]].copy()
-            p.insert(0, "host", h.name)
-            parts.append(p)
-    if not parts:
-        return pd.DataFrame(columns=["host", "pool", "threads", "mean", "peak"])
-    return pd.concat(parts, ignore_index=True)
 
 
 def _default_executor(jobs: int) -> Executor:

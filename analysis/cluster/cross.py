@@ -11,6 +11,8 @@ computing, in Python between steps or descheduled. The straggler has the most ow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -145,3 +147,16 @@ def clock_verdict(clocks: pd.DataFrame) -> str:
         "some clocks are not synchronised (kernel's NTP state): the offsets are unknown; the "
         "step-end gaps are the best estimate of them"
     )
+
+
+def pools_side_by_side(hosts: Iterable[HostSummary]) -> pd.DataFrame:
+    """Each host's pool table in one frame: host, pool, threads, mean, peak."""
+    parts = []
+    for h in hosts:
+        if not h.pools.empty:
+            p = h.pools[["pool", "threads", "mean", "peak"]].copy()
+            p.insert(0, "host", h.name)
+            parts.append(p)
+    if not parts:
+        return pd.DataFrame(columns=["host", "pool", "threads", "mean", "peak"])
+    return pd.concat(parts, ignore_index=True)

@@ -39,15 +39,15 @@ def straggler_cause(
             {"usable_cpus": top.usable_cpus, "others_usable_cpus": min(cpus)},
         )
     for pool, size in top.pool_sizes.items():
-        theirs = {o.pool_sizes.get(pool) for o in others} - {None}
-        if size is not None and theirs and size not in theirs:
+        sizes = sorted({s for o in others if (s := o.pool_sizes.get(pool)) is not None})
+        if size is not None and sizes and size not in sizes:
             return (
-                f"its {pool} pool has {size} threads, the others {sorted(theirs)}",
+                f"its {pool} pool has {size} threads, the others {sizes}",
                 f"size {top.name}'s {pool} pool as the others'",
-                {"pool": pool, "size": size, "others": sorted(theirs)},
+                {"pool": pool, "size": size, "others": sizes},
             )
-    theirs = [w for w in (_run_queue_ms(o) for o in others) if np.isfinite(w)]
-    wait, others_wait = _run_queue_ms(top), float(np.median(theirs)) if theirs else np.nan
+    waits = [w for w in (_run_queue_ms(o) for o in others) if np.isfinite(w)]
+    wait, others_wait = _run_queue_ms(top), float(np.median(waits)) if waits else np.nan
     if (
         np.isfinite(wait)
         and np.isfinite(others_wait)

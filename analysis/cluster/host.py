@@ -144,7 +144,7 @@ def summarize_host(
     from tftrace.analysis.render.core_use_text import headline
     from tftrace.errors import TftraceError
 
-    base = {"name": name, "path": path}
+    base: dict[str, Any] = {"name": name, "path": path}
     try:
         run = load(Path(path))
         m = run.manifest

@@ -9,6 +9,7 @@ without a directory is missing.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def _manifest(path: Path) -> Manifest | None:
     return Manifest.from_json(data)
 
 
-def is_cluster_dir(path: Path | str) -> bool:
+def is_cluster_dir(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is not a run itself but holds at least one run directory."""
     path = Path(path)
     if not path.is_dir() or (path / MANIFEST).exists():
@@ -55,7 +56,7 @@ def is_cluster_dir(path: Path | str) -> bool:
     return any(_manifest(p) is not None for p in path.iterdir() if p.is_dir())
 
 
-def find_hosts(path: Path | str) -> Layout:
+def find_hosts(path: str | os.PathLike[str]) -> Layout:
     """The hosts of a multi-host directory; ``NotAClusterDir`` when it holds none."""
     path = Path(path)
     if not path.is_dir():
@@ -75,7 +76,7 @@ def find_hosts(path: Path | str) -> Layout:
     for host in found:
         task = host.manifest.task
         if task is not None and task.cluster:
-            spec = task_names(dict(task.cluster))
+            spec = task_names({k: list(v) for k, v in task.cluster.items()})
             break
     order = {name: i for i, name in enumerate(spec)}
     found.sort(key=lambda h: (order.get(h.name, len(order)), h.name))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.cluster.cross import clock_verdict
+from tftrace.analysis.cluster.cross import clock_verdict, pools_side_by_side
 from tftrace.analysis.render.formatting import fmt
 
 if TYPE_CHECKING:
@@ -19,8 +19,6 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def cluster_text(c: ClusterAnalysis) -> str:
-    from tftrace.analysis.cluster.analyze import pools_side_by_side
-
     out = [f"{c.path}: {len(c.hosts)} hosts"]
     if c.lost:
         out[0] += f"; missing: {', '.join(c.lost)} (no data to analyse)"
@@ -69,7 +67,7 @@ def cluster_text(c: ClusterAnalysis) -> str:
     out += [f"  [{f.severity.value}] {f.message}\n      -> {f.action}" for f in c.findings] or [
         "  none"
     ]
-    pools = pools_side_by_side(c)
+    pools = pools_side_by_side(c.hosts)
     out += ["", "pools per host"]
     out += _table(
         ("host", "pool", "threads", "mean", "peak"),
