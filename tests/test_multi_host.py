@@ -141,6 +141,26 @@ def test_the_layout_names_hosts_by_task_and_the_tasks_missing(tmp_path: Path):
         find_hosts(tmp_path / "dir0" / "plugins")
 
 
+@pytest.mark.slow
+def test_hosts_analysed_on_a_local_dask_cluster(tmp_path: Path):
+    distributed = pytest.importorskip("distributed")
+    for i in (0, 1):
+        shutil.copytree(SAMPLE_RUN, tmp_path / f"worker-{i}")
+    pooled = analyze_cluster(tmp_path)  # the default process pool
+    with (
+        distributed.LocalCluster(n_workers=2, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        on_dask = analyze_cluster(tmp_path, executor=client.get_executor())
+        ran_on = client.run(lambda: "tftrace.analysis.cluster.host" in __import__("sys").modules)
+    assert any(ran_on.values())  # the hosts were analysed in Dask's worker processes
+    pd.testing.assert_frame_equal(on_dask.workers, pooled.workers)
+    assert [h.name for h in on_dask.hosts] == ["worker-0", "worker-1"]
+    out = run_tftrace("analyze", tmp_path, "--dask", "local", "--json")
+    assert out.returncode == 0, out.stderr
+    assert [h["name"] for h in json.loads(out.stdout)["hosts"]] == ["worker-0", "worker-1"]
+
+
 def test_the_command_refuses_in_one_line(tmp_path: Path):
     script = WORKLOADS / "diff_steps.py"
     done = run_tftrace("record", "-o", tmp_path / "{task}", script, env=quiet_env(TF_CONFIG=""))
