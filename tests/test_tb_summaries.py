@@ -287,14 +287,23 @@ def test_tensorboard_command_serves_profile_and_scalars(
         )
         try:
             deadline = time.monotonic() + 45
-            url = _wait_for_url(_lines(server.stdout), deadline)
+            lines = _lines(server.stdout)
+            url = _wait_for_url(lines, deadline)
             assert url == f"http://127.0.0.1:{port}/"
+            assert lines.get(timeout=10) == f"Thread pools: {url}#tftrace\n"
             listing = _poll(
                 lambda: _get_json(f"{url}data/plugins_listing"),
                 lambda r: r["scalars"]["enabled"] and r["profile"]["enabled"],
                 deadline,
             )
             assert listing["text"]["enabled"]
+            assert (
+                listing["tftrace"]["enabled"] and listing["tftrace"]["tab_name"] == "Thread pools"
+            )
+            # the command analysed the run once: the tab reads what it cached
+            assert (run_dir / SUBDIR / "plugin.json").exists()
+            tab = _get_json(f"{url}data/plugin/tftrace/run?run=.")
+            assert tab["name"] == "." and tab["run"] == str(run_dir) and tab["pools"]
             tags = _poll(
                 lambda: _get_json(f"{url}data/plugin/scalars/tags"),
                 lambda r: "tftrace" in r,

@@ -116,6 +116,13 @@ def test_wheel_installs_and_analyzes_outside_the_source_tree(tmp_path: Path):
         "tftrace/tracer/_procstat",
     ):
         assert extension + sysconfig.get_config_var("EXT_SUFFIX") in names
+    # the Thread pools tab: its page ships as package data, TensorBoard finds it by entry point
+    static = source / "analysis" / "tensorboard_plugin" / "static"
+    pages = {f"tftrace/analysis/tensorboard_plugin/static/{p.name}" for p in static.iterdir()}
+    assert pages and not pages - names, f"missing from the wheel: {sorted(pages - names)}"
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    plugin = "tftrace = tftrace.analysis.tensorboard_plugin.plugin:ThreadPoolsPlugin"
+    assert plugin in zipfile.ZipFile(wheel).read(entry_points).decode()
 
     env = quiet_env()
     env.pop("PYTHONPATH", None)
