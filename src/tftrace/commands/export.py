@@ -40,6 +40,12 @@ A trace path ending in .gz is gzip-compressed, any other is plain JSON, whatever
 The trace and the tables stay whole; --window only marks the analysed window (and the
 warm-up) in the trace, as slices of a "tftrace window" process at the top.
 Times: the trace in microseconds, the tables in nanoseconds, both since the recorder started.
+
+A directory of hosts (DIR/<task>/, as tftrace record -o DIR/{task} writes them):
+  perfetto, chrome  one trace, DIR/export/perfetto.json.gz or chrome.json: a process group
+                    per host ("worker-1: inter-op", ...), the hosts together in task order,
+                    on one time axis (the wall clock, from the earliest host's start)
+  csv, parquet      one directory of tables per host: DIR/export/csv/<host>/, ...
 """
 
 
@@ -98,8 +104,12 @@ def _export_tables(run: Any, directory: Path, fmt: str) -> str:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.cluster.layout import is_cluster_dir
+
     if ns.output is not None:
         _check_output(ns.output, ns.format)
+    if is_cluster_dir(ns.run):
+        return _cluster(ns)
     loaded = load_run(ns)
     path = output_path(loaded.path, ns.format, ns.output)
     _check_output(path, ns.format)
@@ -113,4 +123,29 @@ def run(ns: argparse.Namespace) -> int:
     print(f"wrote {written}")
     if ns.format in TRACE_FORMATS:
         print("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing")
+    return 0
+
+
+def _cluster(ns: argparse.Namespace) -> int:
+    """A directory of hosts: one trace with a process group per host, or tables per host."""
+    from tftrace.analysis.cluster.export import write_cluster_tables, write_cluster_trace
+
+    if ns.session is not None:
+        raise CliError("export: --session picks a profile session of one run; DIR holds hosts")
+    path = output_path(ns.run, ns.format, ns.output)
+    _check_output(path, ns.format)
+    try:
+        if ns.format in TRACE_FORMATS:
+            count, size, hosts = write_cluster_trace(ns.run, path, **window_options(ns))
+            shown = f"{sum(h.skipped is None for h in hosts)} of {len(hosts)} hosts"
+            print(f"wrote {path} ({count} events, {shown}, {size / 1024:.0f} KiB)")
+            for h in hosts:
+                if h.skipped is not None:
+                    print(f"left out {h.name}: {h.skipped}")
+            print("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing")
+        else:
+            for name, directory, files in write_cluster_tables(ns.run, path, ns.format):
+                print(f"wrote {directory}/ ({name}: {files - 1} tables + schema.json)")
+    except OSError as e:
+        raise CliError(f"export: cannot write {e.filename or path} ({e.strerror})") from None
     return 0

@@ -6,6 +6,11 @@ figures are written as PNG files into a folder named after the page, beside it
 (``report.html`` -> ``report_files/concurrency.png``, ...), for slides and issues.
 
 Figures and findings come from ``tftrace.analysis.analyze.analyze``: the page only shows them.
+
+``tftrace report DIR`` on a directory of hosts (``tftrace record -o DIR/{task}``): each host's
+own report as above (``DIR/<host>/report.html``), and one page of the cross-host view
+(default ``DIR/report.html``: hosts and how they ended, step time per worker, the straggler,
+findings, clocks, pools side by side) that links to them. Hosts are analysed in parallel.
 """
 
 from __future__ import annotations
@@ -67,7 +72,10 @@ def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.cluster.layout import is_cluster_dir
 
+    if is_cluster_dir(ns.run):
+        return _cluster(ns)
     analysis = analyze_run(ns)
     page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
@@ -75,4 +83,72 @@ def run(ns: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
     print(f"tftrace: report {files.page} ({len(files.images)} figures also in {image_dir}/)")
+    return 0
+
+
+def host_report(path: str, window: str, warmup_steps: int) -> tuple[str | None, str | None]:
+    """One host's report at ``<host>/report.html`` (run in a worker process): (its page, None),
+    or (None, why there is none, in one line)."""
+    from tftrace.analysis.analyze import analyze
+    from tftrace.analysis.model.run import load
+    from tftrace.errors import TftraceError
+
+    try:
+        run = load(Path(path))
+        if run.xplane is None or run.events.empty:
+            return None, f"no trace to report ({'; '.join(run.missing) or 'no trace events'})"
+        analysis = analyze(run, window=window, warmup_steps=warmup_steps)
+        page, image_dir = output_paths(None, run.path)
+        return str(write_report(analysis, page, image_dir).page), None
+    except TftraceError as e:
+        return None, str(e)
+    except OSError as e:
+        return None, f"{e.filename or path}: cannot write ({e.strerror})"
+    except Exception as e:  # one host's bad data must not lose the others' reports
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _cluster(ns: argparse.Namespace) -> int:
+    """Each host's report, in parallel with the cross-host view, and the page linking them."""
+    import os
+
+    from tftrace.analysis.cluster.analyze import _default_executor, cross_host
+    from tftrace.analysis.cluster.host import summarize_host
+    from tftrace.analysis.cluster.layout import find_hosts
+    from tftrace.analysis.cluster.report import cluster_page
+
+    if ns.session is not None or ns.cpus is not None:
+        raise CliError(
+            "report: --session and --cpus are for one run; each host of a directory of hosts "
+            "is read as recorded"
+        )
+    layout = find_hosts(ns.run)
+    page = ns.output if ns.output is not None else layout.path / DEFAULT_NAME
+    if page.is_dir():
+        page = page / DEFAULT_NAME
+    args = (ns.window, ns.warmup_steps)
+    pool = _default_executor(2 * len(layout.hosts))
+    try:
+        summaries = [pool.submit(summarize_host, h.name, str(h.path), *args) for h in layout.hosts]
+        reports = [pool.submit(host_report, str(h.path), *args) for h in layout.hosts]
+        hosts = [f.result() for f in summaries]
+        written = [f.result() for f in reports]
+    finally:
+        pool.shutdown()
+    cluster = cross_host(layout.path, hosts, layout.missing)
+    links, problems = {}, {}
+    for host, (path, problem) in zip(layout.hosts, written, strict=True):
+        if path is not None:
+            links[host.name] = os.path.relpath(path, page.parent.resolve())
+        else:
+            problems[host.name] = problem or "not written"
+    try:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(cluster_page(cluster, links, problems), encoding="utf-8")
+    except OSError as e:
+        raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
+    print(f"tftrace: report {page} ({len(layout.hosts)} hosts)")
+    for host in layout.hosts:
+        shown = links[host.name] if host.name in links else f"no report: {problems[host.name]}"
+        print(f"  {host.name}: {shown}")
     return 0
