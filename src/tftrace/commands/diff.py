@@ -1,6 +1,8 @@
 """``tftrace diff RUN_A RUN_B``: two runs of one workload compared over their steady steps:
 step time with a verdict, pools, wall-time breakdown, op types, findings, manifest.
-``tftrace diff SWEEP``: a sweep's recorded settings, each against its recorded baseline."""
+``tftrace diff SWEEP``: a sweep's recorded settings, each against its recorded baseline.
+``tftrace diff DIR_A DIR_B``: two directories of hosts of one job: the job's step period with a
+verdict, each host against the host of the same name, the workers and the straggler of each."""
 
 from __future__ import annotations
 
@@ -13,12 +15,18 @@ from tftrace.commands import add_cpus_argument, add_window_arguments, analysis_o
 
 NAME = "diff"
 HELP = "compare two runs of one workload: what changed, per pool, and whether it is real"
-USAGE = "tftrace diff [options] RUN_A RUN_B\n       tftrace diff [options] SWEEP"
+USAGE = (
+    "tftrace diff [options] RUN_A RUN_B\n       tftrace diff [options] SWEEP\n"
+    "       tftrace diff [options] DIR_A DIR_B (directories of hosts)"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "run_a", type=Path, metavar="RUN_A", help="the baseline run (or a sweep directory)"
+        "run_a",
+        type=Path,
+        metavar="RUN_A",
+        help="the baseline run (or a sweep directory, or a directory of hosts: DIR/<task>/)",
     )
     parser.add_argument(
         "run_b",
@@ -37,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.cluster.layout import is_cluster_dir
     from tftrace.analysis.diff.sweep_dir import is_sweep_dir
     from tftrace.analysis.model.memory import small_pages
     from tftrace.errors import CliError
@@ -50,6 +59,8 @@ def run(ns: argparse.Namespace) -> int:
                 "sweep directory recorded with tftrace sweep --record"
             )
         result: Any = _sweep(ns, options)
+    elif is_cluster_dir(ns.run_a) or is_cluster_dir(ns.run_b):
+        result = _clusters(ns, options)
     else:
         result = _runs(ns, options)
     if ns.html is not None:
@@ -84,3 +95,18 @@ def _sweep(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
 
     with stages_bar(f"comparing the settings of {ns.run_a}", 1, ns):
         return diff_sweep(ns.run_a, **options)
+
+
+def _clusters(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
+    from tftrace.analysis.cluster.diff import diff_clusters
+    from tftrace.analysis.cluster.layout import is_cluster_dir
+    from tftrace.errors import CliError
+
+    for path in (ns.run_a, ns.run_b):
+        if not is_cluster_dir(path):
+            raise CliError(
+                f"{path} is not a directory of hosts: a directory of hosts is compared with "
+                "another one (DIR_A DIR_B), a run with a run"
+            )
+    with stages_bar(f"comparing the hosts of {ns.run_a} and {ns.run_b}", 1, ns):
+        return diff_clusters(ns.run_a, ns.run_b, **options)

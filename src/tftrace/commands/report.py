@@ -111,17 +111,20 @@ def host_report(path: str, window: str, warmup_steps: int) -> tuple[str | None, 
 def _cluster(ns: argparse.Namespace) -> int:
     """Each host's report, in parallel with the cross-host view, and the page linking them."""
     import os
+    from urllib.parse import quote
 
     from tftrace.analysis.cluster.analyze import _default_executor, cross_host
     from tftrace.analysis.cluster.host import summarize_host
     from tftrace.analysis.cluster.layout import find_hosts
     from tftrace.analysis.cluster.report import cluster_page
+    from tftrace.analysis.metrics.window import parse_window
 
     if ns.session is not None or ns.cpus is not None:
         raise CliError(
             "report: --session and --cpus are for one run; each host of a directory of hosts "
             "is read as recorded"
         )
+    parse_window(ns.window, ns.warmup_steps)  # a bad window: one line, before any work
     layout = find_hosts(ns.run)
     page = ns.output if ns.output is not None else layout.path / DEFAULT_NAME
     if page.is_dir():
@@ -139,7 +142,7 @@ def _cluster(ns: argparse.Namespace) -> int:
     links, problems = {}, {}
     for host, (path, problem) in zip(layout.hosts, written, strict=True):
         if path is not None:
-            links[host.name] = os.path.relpath(path, page.parent.resolve())
+            links[host.name] = quote(os.path.relpath(path, page.parent.resolve()))
         else:
             problems[host.name] = problem or "not written"
     try:
