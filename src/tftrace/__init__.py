@@ -14,6 +14,7 @@ The front door, in the order the data flows::
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
     change = tftrace.diff(run, tftrace.load("runs/other"))  # what changed, and is it real
     job = tftrace.analyze_cluster("runs/job")  # hosts of a distributed job: the straggler
+    jobs = tftrace.diff_clusters("runs/job", "runs/job2")  # two jobs, host by host
 
 ``record``, ``load``, ``analyze``, ``verify``, ``sweep`` and ``diff`` are what the ``tftrace``
 command line calls too. Every user-facing failure raises a ``TftraceError``.
@@ -51,6 +52,7 @@ _LAZY = {
     "RunDiff": "tftrace.analysis.diff",
     "analyze_cluster": "tftrace.analysis.cluster",
     "ClusterAnalysis": "tftrace.analysis.cluster",
+    "diff_clusters": "tftrace.analysis.cluster.diff",
     "Verification": "tftrace.analysis.findings.finding",
     "AdvisedSetting": "tftrace.analysis.findings.finding",
 }
@@ -73,6 +75,7 @@ __all__ = [
     "analyze",
     "analyze_cluster",
     "diff",
+    "diff_clusters",
     "load",
     "profile",
     "record",
@@ -83,6 +86,7 @@ __all__ = [
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis, analyze
     from tftrace.analysis.cluster import ClusterAnalysis, analyze_cluster
+    from tftrace.analysis.cluster.diff import diff_clusters
     from tftrace.analysis.diff import RunDiff, diff
     from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
