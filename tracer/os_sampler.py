@@ -271,7 +271,10 @@ class OsThreadSampler:
         arrays = {c: table[:, i].astype(_DTYPES[c]) for i, c in enumerate(COLUMNS)}
         self._note_last_seen(arrays["tid"], arrays["t_ns"])
         path = self.out_dir / f"samples-{self._chunks:05d}.npz"
-        np.savez(path, **arrays)  # type: ignore[arg-type]
+        tmp = path.with_name(path.name + ".tmp")  # a reader never sees half a chunk
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)  # type: ignore[arg-type]
+        os.replace(tmp, path)
         self._chunks += 1
         self._rows = array("q")
         write_json_atomic(self.out_dir.parent / OS_THREADS_TABLE, self._table())

@@ -48,13 +48,16 @@ def finish_manifest(
     options: RecordOptions,
     env: dict[str, str],
     report: dict[str, Any] | None,
-    returncode: int,
+    returncode: int | None,
     statuses: dict[str, SourceStatus],
     interrupted_by: int | None = None,
     forced_kill: bool = False,
+    end_anchor: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The manifest as the recording ends: the sources' states, what the workload reported of
-    itself, the pools and the files, written over the initial one and returned."""
+    itself, the pools and the files, written over the initial one and returned.
+    ``returncode`` None: the process runs on (a capture); ``end_anchor``: the recorded
+    process's clocks at the end, where they are not this process's (default: read now)."""
     statuses["tf_profiler"] = source_from_report(report, options)
     statuses["thread_identity"] = (
         identity_status(run)
@@ -68,7 +71,7 @@ def finish_manifest(
     if interrupted_by is not None:
         data["interrupted_by"] = signal.Signals(interrupted_by).name
         data["forced_kill"] = forced_kill
-    data["clock"]["end"] = clock_anchor()
+    data["clock"]["end"] = end_anchor or clock_anchor()
     if report is not None:
         data["clock"]["workload"] = {
             k: report.get(k)

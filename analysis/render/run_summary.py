@@ -85,6 +85,7 @@ RECORDED_BY = {
     "record": "tftrace record",
     "profile": "tftrace.profile (a block of the program)",
     "keras": "tftrace.keras.ProfileCallback",
+    "capture": "tftrace capture (a running program, served by tftrace.serve)",
 }
 
 

@@ -7,6 +7,7 @@ The front door, in the order the data flows::
     result = tftrace.record("train.py", ["--steps", "50"])  # run under the profilers
     with tftrace.profile("runs/fit"):  # or record a block of this program
         model.fit(dataset, epochs=1)
+    tftrace.serve(6009)  # or let `tftrace capture` record it on demand, every host at once
     run = tftrace.load(result.run.path)  # the run as DataFrames
     analysis = tftrace.analyze(run)  # metrics and findings
     checked = tftrace.verify(run, analysis)  # each advised setting timed beside the run's
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "record": "tftrace.tracer.recording",
     "profile": "tftrace.tracer.in_process",
+    "serve": "tftrace.tracer.serve",
     "Profile": "tftrace.tracer.in_process",
     "RecordResult": "tftrace.tracer.recorder",
     "Target": "tftrace.tracer.options",
@@ -79,6 +81,7 @@ __all__ = [
     "load",
     "profile",
     "record",
+    "serve",
     "sweep",
     "verify",
 ]
@@ -97,6 +100,7 @@ if TYPE_CHECKING:
     from tftrace.tracer.options import Target
     from tftrace.tracer.recorder import RecordResult
     from tftrace.tracer.recording import record
+    from tftrace.tracer.serve import serve
 
 
 def __getattr__(name: str) -> Any:

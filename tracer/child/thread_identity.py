@@ -168,6 +168,10 @@ class IdentityRecorder:
             thread.tf_name = read_std_string(self._mem, arg)
 
     def to_json(self) -> dict[str, Any]:
+        with self._lock:  # a served program's watcher goes on while a capture reads this
+            return self._json()
+
+    def _json(self) -> dict[str, Any]:
         layout = self.layout or Layout()
         return {
             "method": "glibc thread descriptors read from /proc/self/mem; "
@@ -177,7 +181,7 @@ class IdentityRecorder:
             "python_object": layout.python_object,
             "list_offset": layout.list_offset,
             "snapshots": self.snapshots,
-            "errors": self.errors,
+            "errors": list(self.errors),
             "threads": [asdict(t) for t in sorted(self.threads.values(), key=lambda t: t.tid)],
         }
 

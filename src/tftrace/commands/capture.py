@@ -1,0 +1,60 @@
+"""``tftrace capture grpc://h:p[,grpc://h2:p2...] --duration S -o DIR``: record running
+programs that called ``tftrace.serve(p)``, every host at once, one run directory each."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "capture"
+HELP = "record running programs served by tftrace.serve(port), every host at once"
+USAGE = "tftrace capture grpc://HOST:PORT[,grpc://HOST:PORT...] --duration S -o DIR"
+ORDER = 2
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "addresses",
+        metavar="grpc://HOST:PORT[,...]",
+        help="the hosts, comma-separated: the port each gave tftrace.serve (its data endpoint "
+        "is on PORT+1 unless the address ends in ?data_port=N)",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to trace (default 5)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="directory to create: one run directory per host, and capture.json",
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    from tftrace.errors import error_context
+    from tftrace.tracer.capture import capture, parse_addresses
+
+    with error_context("capture"):
+        result = capture(parse_addresses(ns.addresses), ns.duration, ns.output)
+    answered = [h for h in result.hosts if h.answered]
+    for host in result.hosts:
+        if not host.answered:
+            print(
+                f"tftrace: capture: {host.address} did not answer: {host.problem}", file=sys.stderr
+            )
+    print(
+        f"captured {len(answered)} of {len(result.hosts)} hosts for {ns.duration:g} s "
+        f"into {result.path}"
+    )
+    width = max(len(h.path or "") for h in answered)
+    for host in answered:
+        note = "" if host.data == "received" else f"  (trace only: {host.data})"
+        print(f"  {host.path:{width}}  {host.address}{note}")
+    print(f"analyse one with: tftrace analyze {result.path / (answered[0].path or '')}")
+    return 0

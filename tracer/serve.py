@@ -1,0 +1,226 @@
+"""``tftrace.serve(port)``: make a running program capturable, on demand, by ``tftrace capture``.
+
+Three things start and run until the program ends: TensorFlow's profiler server on ``port``
+(the trace, asked for over gRPC), the thread-identity watcher (as ``tftrace.profile`` runs it
+in the program), and the OS sampler in a helper process (``serve_helper.py``) that keeps the
+last few minutes of samples. A small HTTP endpoint on ``data_port`` (``serve_endpoint.py``)
+hands a capture the rest of a run directory for any recent window: the manifest's facts of
+this process, its OS samples and thread identity. Nothing is written until a capture asks.
+Bad use never stops the program: one line on stderr says what does not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .environment import clock_anchor
+from .in_process import HELPER_TIMEOUT_S, warn
+from .options import DEFAULT_SAMPLE_HZ
+from .sample_buffer import DEFAULT_KEEP_S
+
+_lock = threading.Lock()
+_served: list[Server] = []  # the one server of this process, once started
+
+
+def task_name(env: dict[str, str] | os._Environ[str] | None = None) -> str | None:
+    """``worker-0`` for a process whose TF_CONFIG names its task (type and index), else None."""
+    raw = (os.environ if env is None else env).get("TF_CONFIG")
+    try:
+        task = json.loads(raw or "{}").get("task") or {}
+        kind, index = task.get("type"), task.get("index")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(kind, str) or not kind or isinstance(index, bool):
+        return None
+    return f"{kind}-{index}" if isinstance(index, int) else None
+
+
+@dataclass
+class Server:
+    """What ``tftrace.serve`` started in this process, and where a capture reaches it.
+
+    ``port``: TensorFlow's profiler server (``tftrace capture grpc://HOST:PORT``);
+    ``data_port``: tftrace's endpoint for the rest of the run data; ``task``: the TF_CONFIG
+    task (``worker-0``) that names this host's directory in a capture; ``sampler`` and
+    ``identity``: ``"running"``, or why not (a capture still gets the trace).
+
+    Example::
+
+        server = tftrace.serve(6009)
+        print(server.port, server.data_port, server.sampler)  # 6009 6010 running
+    """
+
+    port: int
+    data_port: int
+    task: str | None
+    sample_hz: float
+    keep_s: float
+    started: dict[str, int] = field(default_factory=clock_anchor)  # clock_anchor() at start
+    sampler: str = "not started"
+    identity: str = "not started"
+    buffer: Path | None = None  # the helper's directory: os_threads/ of the last keep_s
+    recorder: IdentityRecorder | None = field(default=None, repr=False)
+    helper: subprocess.Popen[str] | None = field(default=None, repr=False)
+    http: Any = field(default=None, repr=False)
+
+    def sampler_alive(self) -> bool:
+        return self.helper is not None and self.helper.poll() is None
+
+
+def serve(
+    port: int,
+    *,
+    data_port: int | None = None,
+    sample_hz: float = DEFAULT_SAMPLE_HZ,
+    keep_s: float = DEFAULT_KEEP_S,
+) -> Server | None:
+    """Let ``tftrace capture`` record this running program on demand, from anywhere.
+
+    Starts TensorFlow's profiler server (``tf.profiler.experimental.server.start(port)``),
+    tftrace's OS thread sampler and thread-identity watcher (they keep the last ``keep_s``
+    seconds), and a small HTTP endpoint on ``data_port`` that gives a capture the run data
+    the trace lacks. Both listen on every interface, as TF's profiler server does: anyone
+    who can reach the ports can trace the program and read its settings. They run until the
+    program ends. Call it once, early (before training); a second call returns the server
+    already running.
+
+    Args:
+        port: the profiler's gRPC port (``tftrace capture grpc://HOST:PORT``).
+        data_port: the endpoint's port (default ``port + 1``; a capture expects that unless
+            its address says ``grpc://HOST:PORT?data_port=N``).
+        sample_hz: OS samples per second (default 100).
+        keep_s: how many recent seconds of samples are kept: the longest window a capture
+            can ask for (default 300).
+
+    Returns:
+        The ``Server`` (its ports, its TF_CONFIG task, what runs), or None when nothing
+        could start: a port taken, TensorFlow missing. Errors never stop the program: each
+        prints one line on stderr.
+
+    Example::
+
+        import tftrace
+
+        tftrace.serve(6009)  # in every worker, before training
+        model.fit(dataset, epochs=100)
+        # elsewhere, while it runs:
+        #   tftrace capture grpc://worker0:6009,grpc://worker1:6009 --duration 5 -o job
+    """
+    with _lock:
+        if _served:
+            running = _served[0]
+            if (port, data_port or port + 1) != (running.port, running.data_port):
+                warn(
+                    f"tftrace.serve runs already (port {running.port}, data port "
+                    f"{running.data_port}); not starting another"
+                )
+            return running
+        try:
+            server = _start(port, data_port, sample_hz, keep_s)
+        except Exception as e:  # never the training's problem
+            warn(f"tftrace.serve did not start ({type(e).__name__}: {e})")
+            return None
+        if server is not None:
+            _served.append(server)
+        return server
+
+
+def _start(port: int, data_port: int | None, hz: float, keep_s: float) -> Server | None:
+    if not all(isinstance(p, int) and 0 < p < 65536 for p in (port, data_port or port + 1)):
+        warn(f"tftrace.serve: ports must be integers in 1..65535, not {port!r}, {data_port!r}")
+        return None
+    if not (hz > 0 and keep_s > 0):
+        warn(f"tftrace.serve: sample_hz and keep_s must be positive, not {hz!r}, {keep_s!r}")
+        return None
+    from .serve_endpoint import start_endpoint
+
+    server = Server(port, data_port or port + 1, task_name(), float(hz), float(keep_s))
+    try:
+        server.http = start_endpoint(server)
+    except OSError as e:
+        warn(f"tftrace.serve: data port {server.data_port} unavailable ({e.strerror or e})")
+        return None
+    problem = _start_profiler(port)
+    if problem is not None:
+        server.http.shutdown()
+        server.http.server_close()
+        warn(f"tftrace.serve: the TF profiler server did not start on port {port} ({problem})")
+        return None
+    _start_identity(server)
+    _start_sampler(server)
+    return server
+
+
+def _start_profiler(port: int) -> str | None:
+    """None once TF's profiler server listens on ``port``, else why not. TF only logs a
+    port it cannot bind, so the port is tried here first."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("", port))
+    except OSError as e:
+        return f"port taken: {e.strerror or e}"
+    try:
+        import tensorflow as tf
+
+        tf.profiler.experimental.server.start(port)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _start_identity(server: Server) -> None:
+    try:
+        server.recorder = IdentityRecorder()
+        hook_python_threads(server.recorder)
+        IdentityWatcher(server.recorder).start()  # daemon: until the program ends
+        server.identity = "running"
+    except Exception as e:
+        server.identity = f"{type(e).__name__}: {e}"
+        warn(f"tftrace.serve: thread identity is not recorded ({server.identity})")
+
+
+def _start_sampler(server: Server) -> None:
+    import select
+
+    root = Path(tempfile.mkdtemp(prefix=f"tftrace-serve-{os.getpid()}-"))
+    config = root / "config.json"
+    config.write_text(
+        json.dumps(
+            {"dir": str(root), "pid": os.getpid(), "hz": server.sample_hz, "keep_s": server.keep_s}
+        )
+    )
+    try:
+        helper = subprocess.Popen(
+            [sys.executable, "-m", "tftrace.tracer.serve_helper", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a Ctrl-C in the terminal is for the program
+        )
+    except OSError as e:
+        shutil.rmtree(root, ignore_errors=True)
+        server.sampler = f"helper process: {e}"
+    else:
+        assert helper.stdout is not None
+        ready, _, _ = select.select([helper.stdout], [], [], HELPER_TIMEOUT_S)
+        answer = helper.stdout.readline().strip() if ready else "no answer"
+        if answer == "started":
+            server.helper, server.buffer, server.sampler = helper, root, "running"
+            return
+        helper.kill()
+        helper.wait()
+        shutil.rmtree(root, ignore_errors=True)
+        server.sampler = f"helper process: {answer or 'ended'}"
+    warn(f"tftrace.serve: the OS sampler is not running ({server.sampler})")

@@ -1,0 +1,48 @@
+"""The helper process of a served program: ``python -m tftrace.tracer.serve_helper CONFIG``.
+
+``tftrace.serve`` keeps an OS sampler running for as long as the program runs, so that a
+capture can ask for the samples of any recent window. As for ``tftrace.profile``
+(``attach.py``), the sampler runs here, under SCHED_BATCH, and not in a thread of the
+program, whose GIL it would take 100 times a second for hours. It writes the usual
+``os_threads/`` files into the directory of the config, keeping the last ``keep_s``
+seconds (``sample_buffer.RollingSampler``).
+
+Protocol: it writes ``started`` (or one line saying why not) on stdout, then samples until
+its stdin closes (the program ended, or dropped it) or the program's threads are gone; it
+removes its directory as it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from . import rundir
+from .priority import yielding_to_the_workload
+from .sample_buffer import RollingSampler
+
+
+def main(config_path: str) -> int:
+    config = json.loads(Path(config_path).read_text())
+    root = Path(config["dir"])
+    sampler = RollingSampler(root / rundir.OS_SAMPLES_DIR, config["hz"], config["keep_s"])
+    try:
+        problem = sampler.availability()
+        if problem is None:
+            (root / rundir.OS_SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
+            with yielding_to_the_workload():
+                sampler.start(config["pid"])
+        print(problem or "started", flush=True)
+        if problem is not None:
+            return 1
+        sys.stdin.read()  # until the program closes the pipe or ends
+        sampler.stop()
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
