@@ -34,13 +34,17 @@ STATIC = Path(__file__).resolve().parent.parent / "analysis" / "tensorboard_plug
 
 
 def make_logdir(root: Path) -> Path:
-    """Two sample runs (one nested), a folder that is no run, and a manifest of another tool."""
+    """Two sample runs (one nested), a folder that is no run, a manifest of another tool and
+    a run without a trace."""
     logdir = root / "logs"
     shutil.copytree(SAMPLE_TRACES / "tf-2.18", logdir / "old")
     shutil.copytree(SAMPLE_TRACES / "tf-2.21", logdir / "group" / "new")
     (logdir / "notes").mkdir()
     (logdir / "other").mkdir()
     (logdir / "other" / "manifest.json").write_text(json.dumps({"kind": "something-else"}))
+    # a sweep's timing run: a tftrace manifest, but no trace to show
+    untraced = shutil.copytree(SAMPLE_TRACES / "tf-2.21", logdir / "sweep" / "intra1-r1")
+    shutil.rmtree(untraced / "plugins")
     return logdir
 
 

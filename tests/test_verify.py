@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, NEEDS_QUIET_CORES, quiet_env, tftrace
+from tftrace.analysis.tensorboard_plugin.cache import compute
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +41,11 @@ def test_ops_run_inline_is_confirmed_by_running_its_setting(tmp_path: Path):
     inline = found["ops-run-inline"]
     assert inline["setting"] == {"intra": CPUS, "inter": None, "expect": "faster"}
     check = inline["verification"]
+    # the Thread pools tab shows the same outcome, read back from RUN/verify (nothing re-run)
+    (shown,) = [f for f in compute(run)["findings"] if f["id"] == "ops-run-inline"]
+    assert shown["verification"]["status"] == check["status"]
+    assert shown["verification"]["speedup"] == pytest.approx(check["speedup"], rel=1e-3)
+    assert shown["verification"] == {**check, "speedup": shown["verification"]["speedup"]}
     assert check["current"] == {"intra": 1, "inter": CPUS}
     assert check["advised"] == {"intra": CPUS, "inter": CPUS}
     assert check["status"] == "confirmed", check["reason"]

@@ -18,6 +18,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.findings.finding import (
     AdvisedSetting,
@@ -27,6 +29,7 @@ from tftrace.analysis.findings.finding import (
     Verification,
 )
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.sweep.result import load_sweep
 from tftrace.analysis.sweep.session import SweepProgress, sweep_settings
 from tftrace.analysis.sweep.stats import (
     ALPHA,
@@ -203,7 +206,13 @@ def verify(
         output=out,
         progress=progress,
     )
-    runs = result.runs
+    return mark(analysis, result.runs, now, out)
+
+
+def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Analysis:
+    """Each finding with a setting, marked by the timed ``runs`` of a verification sweep (one
+    row per run: ``intra``, ``inter``, ``time_s``) written to ``out``; a finding whose setting
+    the sweep did not run is left as it is."""
 
     def times(setting: Setting) -> list[float]:
         mine = runs[(runs["intra"] == setting.intra) & (runs["inter"] == setting.inter)]
@@ -212,10 +221,12 @@ def verify(
     def checked(f: Finding) -> Finding:
         if f.setting is None:
             return f
-        setting = wanted[f.id]
+        setting = advised(f.setting, now)
         if setting == now:
             return _unchanged(f, now)
         a, b = times(now), times(setting)
+        if not a or not b:
+            return f
         status, reason = judge(f.setting.expect, a, b, setting.label(), now.label())
         speed, lo, hi, count = compare(a, b)
         check = Verification(
@@ -232,3 +243,25 @@ def verify(
         return dataclasses.replace(f, verification=check)
 
     return dataclasses.replace(analysis, findings=tuple(checked(f) for f in analysis.findings))
+
+
+def last_verification(run: Run, analysis: Analysis) -> Analysis:
+    """The findings as the run's latest ``tftrace analyze --verify`` found them (its sweep in
+    ``RUN/verify``, ``verify-2``, ...), judged again from its timed runs without running
+    anything; the analysis unchanged where no verification finished."""
+    folders = [p for p in Path(run.path).glob(f"{VERIFY_DIR}*") if (p / "sweep.json").is_file()]
+    if not folders or not any(f.setting for f in analysis.findings):
+        return analysis
+    latest = max(folders, key=_verify_number)
+    try:
+        now = current_setting(run)
+        result = load_sweep(latest)
+    except TftraceError:
+        return analysis
+    return mark(analysis, result.runs, now, latest)
+
+
+def _verify_number(folder: Path) -> int:
+    """``verify`` is the first verification, ``verify-N`` the N-th (``_next_free``)."""
+    suffix = folder.name.removeprefix(VERIFY_DIR).removeprefix("-")
+    return int(suffix) if suffix.isdigit() else 1

@@ -1,8 +1,10 @@
 """Each run's tab data, computed once and kept beside the run.
 
 ``RUN/tftrace/plugin.json`` holds the dashboard JSON with the run's fingerprint
-(``runs.fingerprint``: the recorded files' sizes and times, the tftrace version); it is used
-while the fingerprint holds and computed again when the run changed or tftrace did.
+(``runs.fingerprint``: the recorded files' sizes and times, the tftrace version); the findings
+carry what the run's last ``tftrace analyze --verify`` found (``verify.last_verification``).
+It is used while the fingerprint holds and computed again when the run, its verification or
+tftrace changed.
 ``tftrace tensorboard RUN`` writes it with the options it was given (``--window``, ``--cpus``);
 the plugin, finding none, analyses with the defaults (the steady window). A run directory that
 cannot be written keeps its data in memory only. A run whose analysis fails is remembered as
@@ -69,20 +71,25 @@ def write_cached(run_path: Path, key: dict[str, Any], data: dict[str, Any]) -> b
 def store(analysis: Any) -> Path | None:
     """Compute and cache the tab data of an Analysis now (what ``tftrace tensorboard`` does, so
     that the tab opens at once, over the window it was asked for); the file, or None."""
-    from tftrace.analysis.tensorboard_plugin.dashboard import dashboard
-
     path = Path(analysis.run.path)
     key = fingerprint(path)
-    return cache_path(path) if write_cached(path, key, dashboard(analysis)) else None
+    return cache_path(path) if write_cached(path, key, tab_data(analysis)) else None
 
 
 def compute(run_path: Path) -> dict[str, Any]:
     """The tab data of the run at ``run_path``, analysed as ``tftrace analyze`` does."""
     from tftrace.analysis.analyze import analyze
     from tftrace.analysis.model.run import load
+
+    return tab_data(analyze(load(run_path)))
+
+
+def tab_data(analysis: Any) -> dict[str, Any]:
+    """The dashboard of an Analysis, its findings as the run's last verification found them."""
+    from tftrace.analysis.sweep.verify import last_verification
     from tftrace.analysis.tensorboard_plugin.dashboard import dashboard
 
-    return dashboard(analyze(load(run_path)))
+    return dashboard(last_verification(analysis.run, analysis))
 
 
 class DashboardCache:

@@ -1,10 +1,10 @@
 """The runs the tab shows: tftrace run directories at or under TensorBoard's log directory.
 
-A run is a directory whose ``manifest.json`` is a tftrace manifest (its ``kind``); it is named
-as TensorBoard names runs, by its path relative to the log directory (``.`` for the log
-directory itself). A run's *fingerprint* is what its analysis depends on: the size and
-modification time of every file the recorder wrote, and the tftrace version; a cached analysis
-is used only while its fingerprint holds.
+A run is a directory whose ``manifest.json`` is a tftrace manifest (its ``kind``) and that holds
+a trace; it is named as TensorBoard names runs, by its path relative to the log directory (``.``
+for the log directory itself). A run's *fingerprint* is what its analysis depends on: the size and
+modification time of every file the recorder wrote and of each verification's ``sweep.json``,
+and the tftrace version; a cached analysis is used only while its fingerprint holds.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tftrace import __version__
+from tftrace.analysis.model.vocabulary import XPLANE_SUFFIX
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest
 
@@ -31,6 +32,8 @@ RECORDED = (
     rundir.STEPS,
     rundir.WORKLOAD_REPORT,
 )
+# A finished `tftrace analyze --verify` of the run: the tab shows what it found.
+VERIFICATIONS = "verify*/sweep.json"
 # Folders inside a run that hold recordings' parts or tftrace's outputs, never another run.
 NOT_RUNS = frozenset({"plugins", "os_threads", "pyspy", "workload", "tftrace", "report_files"})
 RESCAN_S = 5.0  # TensorBoard asks whether the plugin is active on every reload
@@ -57,7 +60,10 @@ class RunInfo:
 
 
 def read_run(path: Path, name: str) -> RunInfo | None:
-    """The run at ``path``, or None when its manifest is missing, unreadable or not tftrace's."""
+    """The run at ``path``, or None when its manifest is missing, unreadable or not tftrace's,
+    or it holds no trace (a sweep's timing runs: what the tab shows comes from the trace)."""
+    if not any((path / rundir.PROFILE_DIR).glob(f"*/*{XPLANE_SUFFIX}")):
+        return None
     try:
         data = json.loads((path / rundir.MANIFEST).read_text())
     except (OSError, ValueError):
@@ -115,4 +121,7 @@ def fingerprint(path: Path) -> dict[str, Any]:
                 continue
             if file.is_file():
                 files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
+    for file in sorted(path.glob(VERIFICATIONS)):
+        stat = file.stat()
+        files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
     return {"tftrace": __version__, "files": files}
