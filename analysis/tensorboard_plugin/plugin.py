@@ -92,16 +92,13 @@ class ThreadPoolsPlugin(base_plugin.TBPlugin):
         return _json(request, {**data, "name": name, "label": run.label})
 
     def _serve_diff(self, request: wrappers.Request) -> wrappers.Response:
-        names = request.args.get("a", ""), request.args.get("b", "")
         runs = self.index.runs()
-        pair = [runs.get(n) for n in names]
-        for name, run in zip(names, pair, strict=True):
-            if run is None:
-                return _json(request, {"run": name, "error": f"no tftrace run {name!r}"}, 404)
-        a, b = pair
-        assert a is not None and b is not None
-        data = self._diff(a, b)
-        return _json(request, {"a_name": a.name, "b_name": b.name, **data})
+        a_name, b_name = request.args.get("a", ""), request.args.get("b", "")
+        a, b = runs.get(a_name), runs.get(b_name)
+        if a is None or b is None:
+            name = b_name if a is not None else a_name
+            return _json(request, {"run": name, "error": f"no tftrace run {name!r}"}, 404)
+        return _json(request, {"a_name": a.name, "b_name": b.name, **self._diff(a, b)})
 
     def _diff(self, a: RunInfo, b: RunInfo) -> dict[str, Any]:
         """``tftrace.diff`` of two runs as JSON (or the reason it cannot be), kept in memory
