@@ -68,12 +68,15 @@ def test_the_waits_match_the_stragglers_lead():
     [
         ({"usable_cpus": 4}, "may use 4 CPUs, the others 8"),
         ({"pool_sizes": {"inter_op": 8, "intra_op": 2}}, "intra_op pool has 2 threads"),
-        ({"cpu": pd.DataFrame({"wait_s": [0.5]})}, "waited 50.0 ms per step for a CPU"),
+        (
+            {"cpu": pd.DataFrame({"pool": ["inter-op"], "wait_s": [0.5]})},
+            "waited 50.0 ms per step for a CPU",
+        ),
         ({}, "its step's own work takes"),
     ],
 )
 def test_the_stragglers_cause_is_found_on_its_host(kw: dict, cause: str):
-    quiet = {"cpu": pd.DataFrame({"wait_s": [0.0]})}
+    quiet = {"cpu": pd.DataFrame({"pool": ["inter-op"], "wait_s": [0.0]})}
     hosts = [
         _host("worker-0", 10, 63, **quiet),
         _host("worker-1", 10, 63, **quiet),

@@ -82,7 +82,7 @@ class ClusterDiff:
     def hosts(self) -> pd.DataFrame:
         """One row per host on both sides (``HOST_COLUMNS``): its step-time verdict and
         speedup (B against A), both medians and the p-value; or why it was not compared."""
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for h in self.a.hosts:
             if h.name in self.diffs:
                 st = self.diffs[h.name].step_time
@@ -182,8 +182,8 @@ def diff_clusters(
         d.diffs["worker-1"].step_time.reason
     """
     from tftrace.analysis.diff import diff
-    from tftrace.analysis.model.run import load
     from tftrace.analysis.metrics.window import parse_window
+    from tftrace.analysis.model.run import load
     from tftrace.errors import TftraceError
 
     parse_window(window, warmup_steps)  # a bad window: one error, not one per host

@@ -81,7 +81,7 @@ def origin_wall_ns(host: HostDir) -> int:
     return int(load(host.path).origin.wall_ns)
 
 
-class _Ids:
+class UniqueIds:
     """tids and flow ids kept unique across the hosts of one trace."""
 
     def __init__(self) -> None:
@@ -103,7 +103,7 @@ class _Ids:
 
 
 def host_events(
-    events: list[dict[str, Any]], name: str, index: int, shift_ns: int, ids: _Ids
+    events: list[dict[str, Any]], name: str, index: int, shift_ns: int, ids: UniqueIds
 ) -> list[dict[str, Any]]:
     """One host's export events, renamed, renumbered and shifted in place (see the module's
     docstring); returns them."""
@@ -151,7 +151,7 @@ def cluster_trace_json(
     layout = find_hosts(path)
     origins = [origin_wall_ns(h) for h in layout.hosts]
     base = min(origins)
-    ids = _Ids()
+    ids = UniqueIds()
     meta: list[bytes] = []
     body: list[bytes] = []
     hosts: list[ExportedHost] = []

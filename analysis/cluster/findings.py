@@ -20,11 +20,17 @@ from tftrace.analysis.findings.finding import Finding, Severity
 CAUSE_SHARE = 0.5
 
 
+# The threads that do a step's work; the others (gRPC, the profiler, TF's housekeeping) wait
+# for a CPU too on a busy machine, without slowing the step.
+WORKING_POOLS = ("python-main", "inter-op", "intra-op", "tf.data")
+
+
 def _run_queue_ms(h: HostSummary) -> float:
-    """Run-queue wait of the host's threads, ms per steady step."""
-    if h.cpu.empty or not len(h.steps):
+    """Run-queue wait of the host's working threads, ms per steady step."""
+    if h.cpu.empty or not len(h.steps) or "pool" not in h.cpu:
         return float("nan")
-    return float(h.cpu["wait_s"].sum()) * 1e3 / len(h.steps)
+    working = h.cpu[h.cpu["pool"].isin(WORKING_POOLS)]
+    return float(working["wait_s"].sum()) * 1e3 / len(h.steps)
 
 
 def straggler_cause(
@@ -46,23 +52,22 @@ def straggler_cause(
                 f"size {top.name}'s {pool} pool as the others'",
                 {"pool": pool, "size": size, "others": sizes},
             )
+    # Of a co-located process and Python between steps, the one that explains more of the lead
     waits = [w for w in (_run_queue_ms(o) for o in others) if np.isfinite(w)]
     wait, others_wait = _run_queue_ms(top), float(np.median(waits)) if waits else np.nan
-    if (
-        np.isfinite(wait)
-        and np.isfinite(others_wait)
-        and wait - others_wait >= CAUSE_SHARE * lead_ms
-    ):
+    contention = wait - others_wait if np.isfinite(wait) and np.isfinite(others_wait) else 0.0
+    row = workers.set_index("host")
+    between = float(row.loc[top.name, "between_steps_ms"])
+    others_between = float(row.drop(index=top.name)["between_steps_ms"].median())
+    python = between - others_between
+    if max(contention, python) >= CAUSE_SHARE * lead_ms and contention > python:
         return (
             f"its threads waited {wait:.1f} ms per step for a CPU (the others "
             f"{others_wait:.1f}): another process shares its cores",
             f"move the other load off {top.name}'s cores, or pin the job to free ones",
             {"run_queue_ms_per_step": wait, "others_run_queue_ms_per_step": others_wait},
         )
-    row = workers.set_index("host")
-    between = float(row.loc[top.name, "between_steps_ms"])
-    others_between = float(row.drop(index=top.name)["between_steps_ms"].median())
-    if between - others_between >= CAUSE_SHARE * lead_ms:
+    if python >= CAUSE_SHARE * lead_ms:
         return (
             f"its main thread spends {between:.1f} ms per step outside the step's TensorFlow "
             f"call (the others {others_between:.1f}): Python between steps",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import pkgutil
 import sys
 from types import ModuleType
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `tftrace analyze DIR | head`: the reader had enough
+        # Python would report the failed flush of stdout at exit: point it at /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a process killed by SIGPIPE
     except MemoryError:  # what the memory check before a load did not foresee
         print(
             "tftrace: error: out of memory: analyse a shorter recording, or on a machine with "

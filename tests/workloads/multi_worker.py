@@ -64,4 +64,10 @@ for step in range(args.steps + 1):  # the first call traces the function: the wa
         if args.delay_ms > 0:
             delay()
     train_step(x).numpy()
+# Worker 0 hosts the job's coordination service: if it exits while another worker is still
+# shutting down, that worker may abort on the lost coordinator. A last collective lines the
+# workers up, then worker 0 leaves last.
+strategy.reduce("sum", strategy.run(lambda: tf.constant(1.0)), axis=None).numpy()
+if me == 0:
+    time.sleep(1.0)
 print(f"worker {me} done")

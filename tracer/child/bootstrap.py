@@ -84,16 +84,19 @@ def check_module(target: dict[str, Any]) -> None:
         raise SetupError(f"no module named {module!r}")
 
 
-def run_target(target: dict[str, Any]) -> None:
+def run_target(target: dict[str, Any]) -> dict[str, Any]:
+    """Run the workload; its module's globals, which the caller keeps until the profiler has
+    stopped: dropped at once, they would tear down the workload's TensorFlow objects (a
+    distribution strategy's collective executors, servers) while the profiler collects their
+    threads' events, which crashed TF's profiler ("double free") in a multi-worker job."""
     args = list(target["args"])
     if target["kind"] == "script":
         script = os.path.abspath(target["value"])
         sys.argv = [target["value"], *args]
         sys.path[0] = os.path.dirname(script)
-        runpy.run_path(script, run_name="__main__")
-    else:
-        sys.argv = [target["value"], *args]  # run_module puts the file in argv[0], as python -m
-        runpy.run_module(target["value"], run_name="__main__", alter_sys=True)
+        return runpy.run_path(script, run_name="__main__")
+    sys.argv = [target["value"], *args]  # run_module puts the file in argv[0], as python -m
+    return runpy.run_module(target["value"], run_name="__main__", alter_sys=True)
 
 
 def _exit_code_of(exc: SystemExit) -> int:
@@ -163,8 +166,9 @@ def main(config_path: str) -> int:
 
     exit_code = 0
     interrupted = False
+    namespace: dict[str, Any] = {}
     try:
-        run_target(config["target"])
+        namespace = run_target(config["target"])
     except SystemExit as e:
         exit_code = _exit_code_of(e)
     except KeyboardInterrupt:
@@ -200,6 +204,7 @@ def main(config_path: str) -> int:
         report["exit_code"] = exit_code
         report["finished_anchor"] = clock_anchor()
         write_json_atomic(run_dir / WORKLOAD_REPORT, report)
+    namespace.clear()  # the workload's objects go now, with the profiler stopped
     sys.stdout.flush()
     sys.stderr.flush()
     if interrupted:
