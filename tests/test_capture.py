@@ -3,20 +3,28 @@ once, on real TensorFlow; and every way a capture or a serve can go wrong."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
+import threading
+import time
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tftrace
-from conftest import WORKLOADS, free_port, quiet_env
+from conftest import WORKLOADS, free_port, http_get, quiet_env
 from conftest import tftrace as cli
 from tftrace.tracer.capture import parse_addresses
+from tftrace.tracer.os_sampler import COLUMNS
+from tftrace.tracer.sample_buffer import RollingSampler, newest_sample_ns, threads_table, window
 
 POOLS = {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "2"}
 EIGEN = re.compile(r"^tf_numa_-?\d+_Eigen")
@@ -196,6 +204,23 @@ class TestServedWorkers:
         (a0, a1), (b0, b1) = a["recording"]["window_wall_ns"], b["recording"]["window_wall_ns"]
         assert max(a0, b0) < min(a1, b1)
 
+    def test_the_data_endpoint_answers_in_json(self, workers):
+        worker = workers[1]
+        base = f"http://127.0.0.1:{worker.port + 1}/tftrace/v1/"
+        info = json.loads(http_get(base + "info"))
+        assert (info["protocol"], info["task"], info["pid"]) == (1, "worker-1", worker.proc.pid)
+        assert info["sampler"] == info["identity"] == "running"
+        assert info["anchor"]["monotonic_ns"] > info["started"]["monotonic_ns"]
+        for path, status in (
+            ("run", 400),
+            ("samples?start_wall_ns=2&end_wall_ns=1", 400),
+            ("nothing", 404),
+        ):
+            with pytest.raises(urllib.error.HTTPError) as raised:
+                http_get(base + path)
+            assert raised.value.code == status, path
+            assert json.loads(raised.value.read())["error"]
+
 
 @pytest.mark.slow
 def test_a_program_with_only_tfs_profiler_server_gives_its_trace(tmp_path):
@@ -295,3 +320,38 @@ def test_serve_never_stops_the_program_and_runs_once():
     warnings = [line for line in done.stderr.splitlines() if line.startswith("tftrace: warning")]
     assert len(warnings) == 3, done.stderr  # the taken port, the bad port, the other port
     assert f"port {taken}" in warnings[0]
+
+
+def test_the_sample_buffer_keeps_the_last_chunks_and_cuts_a_window(tmp_path):
+    out = tmp_path / "os_threads"
+    out.mkdir()
+    sampler = RollingSampler(out, hz=100, keep_s=1.0)  # 1 s of 1 s chunks: the last two kept
+    sampler._pid = os.getpid()  # read by hand, without the sampling thread
+    sampler.threads[1] = {"tid": 1, "exited": True, "first_seen_ns": 0, "last_seen_ns": 0}
+    bounds = []
+    for _ in range(4):  # four chunks of three readings
+        bounds.append(time.monotonic_ns())
+        for _ in range(3):
+            assert sampler.sample_once()
+        sampler._flush()
+    assert sorted(p.name for p in out.glob("samples-*.npz")) == [
+        "samples-00002.npz",
+        "samples-00003.npz",
+    ]
+    assert 1 not in sampler.threads  # exited before the buffer's start: forgotten
+    newest = newest_sample_ns(tmp_path)
+    assert newest is not None and newest > bounds[-1]
+
+    me = threading.get_native_id()
+    lo, hi = bounds[3], newest  # the last chunk
+    body, facts = window(tmp_path, lo, hi, {me})
+    with np.load(io.BytesIO(body)) as data:
+        columns = {c: data[c] for c in COLUMNS}
+    assert set(columns["tid"].tolist()) == {me}
+    assert facts["rows"] == facts["samples"] == 3
+    assert columns["t_ns"].min() >= lo and columns["t_ns"].max() <= hi
+    assert facts["buffer_first_ns"] < bounds[3]  # the chunk before is still kept
+    _, early = window(tmp_path, 0, bounds[1], {me})  # rotated away
+    assert early["rows"] == 0
+    table = threads_table(tmp_path, lo, hi)
+    assert table is not None and me in {t["tid"] for t in table["threads"]}
