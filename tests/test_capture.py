@@ -126,6 +126,7 @@ class TestServedWorkers:
         manifest = json.loads((run_dir / "manifest.json").read_text())
         recording = manifest["recording"]
         assert recording["how"] == "capture" and recording["task"] == "worker-0"
+        assert manifest["cluster"]["name"] == "worker-0"  # the served process's TF_CONFIG
         assert recording["address"] == f"grpc://localhost:{worker.port}"
         assert manifest["workload"]["pid"] == worker.proc.pid  # the served process's own facts
         assert manifest["argv"][-2:] == ["--port", str(worker.port)]

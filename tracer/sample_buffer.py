@@ -31,6 +31,10 @@ class RollingSampler(OsThreadSampler):
         self.keep_ns = int(keep_s * 1e9)
         self.keep_chunks = max(2, math.ceil(keep_s / FLUSH_EVERY_S) + 1)
 
+    def running(self) -> bool:
+        """Whether it samples still (it stops by itself once the process is gone)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _flush(self) -> None:
         super()._flush()
         for old in sorted(self.out_dir.glob(CHUNKS))[: -self.keep_chunks]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .cluster_task import TaskError, task_of
 from .environment import clock_anchor
 from .in_process import HELPER_TIMEOUT_S, warn
 from .options import DEFAULT_SAMPLE_HZ
@@ -33,17 +34,13 @@ _lock = threading.Lock()
 _served: list[Server] = []  # the one server of this process, once started
 
 
-def task_name(env: dict[str, str] | os._Environ[str] | None = None) -> str | None:
-    """``worker-0`` for a process whose TF_CONFIG names its task (type and index), else None."""
-    raw = (os.environ if env is None else env).get("TF_CONFIG")
+def task_name() -> str | None:
+    """``worker-0`` for a process whose TF_CONFIG names its task, else None."""
     try:
-        task = json.loads(raw or "{}").get("task") or {}
-        kind, index = task.get("type"), task.get("index")
-    except (ValueError, AttributeError):
+        task = task_of(os.environ)
+    except TaskError:
         return None
-    if not isinstance(kind, str) or not kind or isinstance(index, bool):
-        return None
-    return f"{kind}-{index}" if isinstance(index, int) else None
+    return task["name"] if task is not None else None
 
 
 @dataclass

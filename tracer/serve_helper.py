@@ -8,13 +8,14 @@ program, whose GIL it would take 100 times a second for hours. It writes the usu
 seconds (``sample_buffer.RollingSampler``).
 
 Protocol: it writes ``started`` (or one line saying why not) on stdout, then samples until
-its stdin closes (the program ended, or dropped it) or the program's threads are gone; it
-removes its directory as it ends.
+its stdin closes (the program ended) or the program is gone; it removes its directory as it
+ends.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import shutil
 import sys
 from pathlib import Path
@@ -37,7 +38,12 @@ def main(config_path: str) -> int:
         print(problem or "started", flush=True)
         if problem is not None:
             return 1
-        sys.stdin.read()  # until the program closes the pipe or ends
+        # Until the program closes the pipe, or its threads are gone (a child it forked may
+        # hold the pipe open after it ended).
+        while sampler.running():
+            ready, _, _ = select.select([sys.stdin], [], [], 1.0)
+            if ready and not sys.stdin.readline():
+                break
         sampler.stop()
         return 0
     finally:

@@ -56,5 +56,9 @@ def run(ns: argparse.Namespace) -> int:
     for host in answered:
         note = "" if host.data == "received" else f"  (trace only: {host.data})"
         print(f"  {host.path:{width}}  {host.address}{note}")
-    print(f"analyse one with: tftrace analyze {result.path / (answered[0].path or '')}")
+    one = result.path / (answered[0].path or "")
+    if len(answered) == 1:
+        print(f"analyse it with: tftrace analyze {one}")
+    else:
+        print(f"analyse the job with: tftrace analyze {result.path} (one host: {one})")
     return 0
