@@ -235,9 +235,15 @@ DELAY_MS = 60.0
 
 
 def _record(out: Path, *args: str) -> Path:
-    done = record_job(out, *args)
-    assert [p.returncode for p in done] == [0, 0], [p.stderr[-2000:] for p in done]
-    return out
+    """The job recorded with both workers ending normally. A worker still dies at times in
+    TensorFlow's teardown after its last step (SIGSEGV, SIGBUS or abort, about 1 run in 4 on
+    the test machine; test_multi_host.py is where recording is tested): up to three tries."""
+    for _ in range(3):
+        shutil.rmtree(out, ignore_errors=True)
+        done = record_job(out, *args)
+        if all(p.returncode == 0 for p in done):
+            return out
+    pytest.fail(f"the job failed three times: {[p.stderr[-1500:] for p in done]}")
 
 
 @pytest.fixture(scope="module")
