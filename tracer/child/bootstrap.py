@@ -192,7 +192,7 @@ def main(config_path: str) -> int:
         if step_window is not None:
             step_window.finish(timer.errors if timer else [])
         if window is not None:
-            window.stop(settle=True)
+            window.stop()
             report["tf_profiler"] = window.status
         if watcher is not None:
             watcher.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
@@ -61,11 +60,9 @@ class ProfilerWindow:
             if self.duration_s is not None:
                 self._timer(self.duration_s, self.stop)
 
-    def stop(self, never_opened: str | None = None, settle: bool = False) -> None:
+    def stop(self, never_opened: str | None = None) -> None:
         """Stop and flush the profiler (once). ``never_opened``: the status's error when
-        the window never opened (default: the delay's). ``settle``: at the workload's end,
-        first wait for its threads to stop ending (``wait_for_settled_threads``); never
-        mid-run, where it would stretch the window past the step it ends at."""
+        the window never opened (default: the delay's)."""
         with self._lock:
             if self._closed:
                 return
@@ -82,8 +79,6 @@ class ProfilerWindow:
             try:
                 import tensorflow as tf
 
-                if settle:
-                    self.status["settled_threads"] = wait_for_settled_threads()
                 stop_anchor = clock_anchor()
                 t0 = time.monotonic()
                 tf.profiler.experimental.stop()
@@ -93,31 +88,3 @@ class ProfilerWindow:
             except Exception as e:
                 self.status.update(status="failed", error=f"{type(e).__name__}: {e}")
             self._running = False
-
-
-SETTLE_QUIET_S = 0.1  # no thread started or ended for this long
-SETTLE_MAX_S = 2.0
-
-
-def wait_for_settled_threads(
-    quiet_s: float = SETTLE_QUIET_S, max_s: float = SETTLE_MAX_S, task_dir: str = "/proc/self/task"
-) -> bool:
-    """Wait until this process's threads stop coming and going (at most ``max_s``); whether
-    they did.
-
-    TF's profiler collects every thread's event buffer when it stops; a thread that exits at
-    that moment can crash it (seen in a multi-worker job: a segfault in ``profiler.stop`` in
-    1 of 9 runs, as the distributed runtime's threads wound down after the last step)."""
-    end = time.monotonic() + max_s
-    try:
-        last, since = sorted(os.listdir(task_dir)), time.monotonic()
-        while time.monotonic() < end:
-            time.sleep(quiet_s / 5)
-            now = sorted(os.listdir(task_dir))
-            if now != last:
-                last, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet_s:
-                return True
-    except OSError:
-        return False
-    return False
