@@ -103,7 +103,8 @@ class ClusterAnalysis:
         return cluster_text(self)
 
 
-def _default_executor(jobs: int) -> Executor:
+def default_executor(jobs: int) -> Executor:
+    """A process pool for ``jobs`` host analyses, one process per host up to the CPUs."""
     workers = max(1, min(jobs, os.cpu_count() or 1))
     # fork is fast and safe while this process runs one thread; with more (a notebook's, a
     # server's), a forked child could inherit a lock held by another thread: spawn then.
@@ -140,9 +141,12 @@ def analyze_cluster(
         c = tftrace.analyze_cluster("runs/job", executor=Client("tcp://sched:8786").get_executor())
         print(c)
     """
+    from tftrace.analysis.metrics.window import parse_window
+
+    parse_window(window, warmup_steps)  # a bad window: one error, not one per host
     layout = find_hosts(path)
     own = executor is None
-    pool = _default_executor(len(layout.hosts)) if executor is None else executor
+    pool = default_executor(len(layout.hosts)) if executor is None else executor
     try:
         futures = [
             pool.submit(summarize_host, h.name, str(h.path), window, warmup_steps)

@@ -86,9 +86,8 @@ def check_module(target: dict[str, Any]) -> None:
 
 def run_target(target: dict[str, Any]) -> dict[str, Any]:
     """Run the workload; its module's globals, which the caller keeps until the profiler has
-    stopped: dropped at once, they would tear down the workload's TensorFlow objects (a
-    distribution strategy's collective executors, servers) while the profiler collects their
-    threads' events, which crashed TF's profiler ("double free") in a multi-worker job."""
+    stopped, so that the workload's TensorFlow objects are not torn down while the profiler
+    collects their threads' events."""
     args = list(target["args"])
     if target["kind"] == "script":
         script = os.path.abspath(target["value"])

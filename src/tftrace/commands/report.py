@@ -113,7 +113,7 @@ def _cluster(ns: argparse.Namespace) -> int:
     import os
     from urllib.parse import quote
 
-    from tftrace.analysis.cluster.analyze import _default_executor, cross_host
+    from tftrace.analysis.cluster.analyze import cross_host, default_executor
     from tftrace.analysis.cluster.host import summarize_host
     from tftrace.analysis.cluster.layout import find_hosts
     from tftrace.analysis.cluster.report import cluster_page
@@ -130,7 +130,7 @@ def _cluster(ns: argparse.Namespace) -> int:
     if page.is_dir():
         page = page / DEFAULT_NAME
     args = (ns.window, ns.warmup_steps)
-    pool = _default_executor(2 * len(layout.hosts))
+    pool = default_executor(2 * len(layout.hosts))
     try:
         summaries = [pool.submit(summarize_host, h.name, str(h.path), *args) for h in layout.hosts]
         reports = [pool.submit(host_report, str(h.path), *args) for h in layout.hosts]
