@@ -192,6 +192,8 @@ def test_a_two_worker_job(tmp_path: Path):
     assert c.hosts[0].steps["step"].tolist() == c.hosts[1].steps["step"].tolist()
 
 
+# TF's profiler stop itself crashes the delayed worker at its end in about 1 run of 6 (with
+# TF's profiler alone too; README "Many hosts"): the reruns of NEEDS_QUIET_CORES cover it.
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
 def test_a_straggler_by_construction(tmp_path: Path):
