@@ -55,14 +55,7 @@ def initial(
         "run_dir": str(run.path.resolve()),
         "argv": sys.argv,
         "cwd": os.getcwd(),
-        "target": {
-            "kind": options.target.kind,
-            "value": options.target.value,
-            "args": list(options.target.args),
-            "sha256": file_digest(options.target.value)
-            if options.target.kind == "script"
-            else None,
-        },
+        "target": target_block(options),
         "workload_command": [sys.executable, *options.target.argv()],
         "recording": {
             "how": how,
@@ -127,6 +120,15 @@ def final_status(interrupted: bool, report: dict[str, Any] | None) -> str:
     if report.get("setup_error"):
         return "failed"
     return "complete"
+
+
+def target_block(options: RecordOptions) -> dict[str, Any]:
+    """What runs; a script with its sha256, so that a diff can tell an edited script."""
+    target = options.target
+    block: dict[str, Any] = {"kind": target.kind, "value": target.value, "args": list(target.args)}
+    if target.kind == "script":
+        block["sha256"] = file_digest(target.value)
+    return block
 
 
 def cluster_block(env: dict[str, str]) -> dict[str, Any] | None:

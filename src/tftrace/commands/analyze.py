@@ -7,7 +7,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.cluster.layout import is_cluster_dir
 from tftrace.commands import add_analysis_arguments, analyze_run
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 
@@ -46,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.cluster.layout import is_cluster_dir
     from tftrace.analysis.render.terminal import render
     from tftrace.errors import CliError
 
