@@ -27,10 +27,11 @@ def free_ports(n: int) -> list[int]:
 
 
 def record_job(
-    out: Path, *job_args: str, workers: int = 2
+    out: Path, *job_args: str, workers: int = 2, prefix: dict[int, list[str]] | None = None
 ) -> list[subprocess.CompletedProcess[str]]:
     """Run the job with one ``tftrace record -o out/{task}`` per worker, side by side; the
-    finished processes, by worker index."""
+    finished processes, by worker index. ``prefix``: a command put before a worker's (e.g.
+    ``taskset -c 1``)."""
     cluster = {"worker": [f"localhost:{p}" for p in free_ports(workers)]}
     procs = []
     for i in range(workers):
@@ -39,7 +40,7 @@ def record_job(
         argv = [sys.executable, "-m", "tftrace", "record", "--no-pyspy", "-o", f"{out}/{{task}}"]
         procs.append(
             subprocess.Popen(
-                [*argv, str(JOB), *job_args],
+                [*(prefix or {}).get(i, []), *argv, str(JOB), *job_args],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -6,7 +6,10 @@ wait, the straggler and its cause), the directory layout, then known answers fro
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -189,6 +192,8 @@ def test_a_two_worker_job(tmp_path: Path):
         assert (h.steps["collective_ms"] > 0).all()
         assert h.pool_sizes["inter_op"] is not None
     assert c.clocks["same_clock"].all()  # one machine: one clock
+    # the same steps matched: a collective releases both workers together
+    assert c.clocks["step_end_gap_ms"].abs().max() < 5, c.clocks
     assert c.hosts[0].steps["step"].tolist() == c.hosts[1].steps["step"].tolist()
 
 
@@ -208,6 +213,30 @@ def test_a_straggler_by_construction(tmp_path: Path):
     wait = {w["host"]: w["wait_ms"] for w in c["workers"]}
     assert wait["worker-0"] == pytest.approx(DELAY_MS, rel=0.2), c["workers"]
     assert wait["worker-1"] < 0.2 * DELAY_MS
+
+
+@pytest.mark.slow
+@NEEDS_QUIET_CORES
+@pytest.mark.skipif(
+    shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2,
+    reason="needs taskset, 2 CPUs",
+)
+def test_a_worker_sharing_its_core_with_another_process(tmp_path: Path):
+    # each worker on a core of its own, and a busy loop on worker-1's core
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    pin = {i: ["taskset", "-c", str(cpu)] for i, cpu in enumerate(cpus)}
+    burner = subprocess.Popen([*pin[1], sys.executable, "-c", "while True: pass"])
+    try:
+        done = record_job(tmp_path, "--steps", "20", prefix=pin)
+    finally:
+        burner.kill()
+        burner.wait()
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
+    c = analyze_cluster(tmp_path)
+    assert c.workers["steps"].tolist() == [20, 20]  # the same steps on both, matched
+    assert c.clocks["step_end_gap_ms"].abs().max() < 5, c.clocks
+    assert c.straggler is not None and c.straggler["host"] == "worker-1", c.workers
+    assert "another process shares its cores" in c.findings[0].message, c.findings[0].message
 
 
 @pytest.mark.slow

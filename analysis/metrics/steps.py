@@ -27,7 +27,11 @@ from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.vocabulary import INFERENCE_FUNCTION_PREFIX, ITERATOR_FETCH_EVENTS
+from tftrace.analysis.model.vocabulary import (
+    EAGER_EXECUTE_ANNOTATION_PREFIX,
+    INFERENCE_FUNCTION_PREFIX,
+    ITERATOR_FETCH_EVENTS,
+)
 
 COLUMNS = ("step", "start_ns", "end_ns", "duration_ns", "batches", *CATEGORIES)
 
@@ -171,6 +175,8 @@ def _candidates(run: Run, main: int) -> list[tuple[str, np.ndarray, np.ndarray]]
     notes = ev[(ev["thread"] == main) & (ev["kind"] == EventKind.ANNOTATION.value)]
     names = notes["name"].astype("category").cat.remove_unused_categories()
     for name, group in notes.groupby(names, observed=True):
+        if str(name).startswith(EAGER_EXECUTE_ANNOTATION_PREFIX):
+            continue
         # TF's own annotation of a tf.function call bears the function's name
         what = "tf.function" if name in called else "annotation"
         out.append((f"{what} {name}", group["start_ns"].to_numpy(), group["end_ns"].to_numpy()))
@@ -187,10 +193,11 @@ def _batches(run: Run, start: np.ndarray, end: np.ndarray) -> np.ndarray:
 # A loop's steps cover most of what was traced; a name repeated now and then (TF's own
 # "convert_to_tensor" annotations) is not a step.
 MIN_COVER = 0.3
-# ... unless the loop spends most of each step in Python between its calls (input read in
-# Python, a straggler's own delay): a tf.function called at least this many times, its calls
-# spread over most of the trace, is the loop's step however short they are.
-MIN_CALLS, MIN_EXTENT = 5, 0.8
+# ... but a tf.function called at least this many times is a loop however little of the trace
+# its calls cover: a loop that spends most of each step in Python between its calls (input read
+# in Python, a straggling worker's own delay), or a trace that is mostly something else (a
+# distributed worker waiting seconds for its peers before its first step).
+MIN_CALLS = 5
 
 
 def find_steps(run: Run, window: tuple[int, int] | None = None) -> Steps:
@@ -203,12 +210,7 @@ def find_steps(run: Run, window: tuple[int, int] | None = None) -> Steps:
 def _is_loop(source: str, start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> bool:
     if int((end - start).sum()) >= MIN_COVER * (hi - lo):
         return True
-    extent = int(end.max()) - int(start.min())
-    return (
-        source.startswith("tf.function")
-        and len(start) >= MIN_CALLS
-        and extent >= MIN_EXTENT * (hi - lo)
-    )
+    return source.startswith("tf.function") and len(start) >= MIN_CALLS
 
 
 def _find_all(run: Run) -> Steps:

@@ -137,6 +137,10 @@ def is_python_api_event(name: str) -> bool:
 # EagerLocalExecute. Under a gradient tape the halves are "__forward_..." / "__backward_...".
 INFERENCE_FUNCTION_PREFIX = "__inference_"
 FUNCTION_PREFIXES = (INFERENCE_FUNCTION_PREFIX, "__forward_", "__backward_")
+# TF's own annotation around every eager execution from Python (an op or a function call,
+# pywrap_tfe): never a loop's step. It covers a step's call and any other call beside it (a
+# last collective after the loop), so it could win over the step's own tf.function.
+EAGER_EXECUTE_ANNOTATION_PREFIX = "TFE_Py_Execute"
 
 # -- Op types ---------------------------------------------------------------------------------
 # An op event: "<node name>:<op type>" (e.g. "MatMul:_MklMatMul"); node names may hold "/",
