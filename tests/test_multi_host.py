@@ -179,6 +179,14 @@ def test_the_command_refuses_in_one_line(tmp_path: Path):
 DELAY_MS = 60.0
 
 
+def _assert_steps_line_up(c) -> None:
+    """The same steps matched on both hosts: a collective releases the workers together, so
+    the ends of a step lie far closer than a period (steps numbered one off would be a
+    period apart; a worker on a busy core ends its step a few ms late)."""
+    period = float(c.workers["period_ms"].median())
+    assert c.clocks["step_end_gap_ms"].abs().max() < 0.5 * period, (c.clocks, period)
+
+
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
 def test_a_two_worker_job(tmp_path: Path):
@@ -192,8 +200,7 @@ def test_a_two_worker_job(tmp_path: Path):
         assert (h.steps["collective_ms"] > 0).all()
         assert h.pool_sizes["inter_op"] is not None
     assert c.clocks["same_clock"].all()  # one machine: one clock
-    # the same steps matched: a collective releases both workers together
-    assert c.clocks["step_end_gap_ms"].abs().max() < 5, c.clocks
+    _assert_steps_line_up(c)
     assert c.hosts[0].steps["step"].tolist() == c.hosts[1].steps["step"].tolist()
 
 
@@ -222,19 +229,23 @@ def test_a_straggler_by_construction(tmp_path: Path):
     reason="needs taskset, 2 CPUs",
 )
 def test_a_worker_sharing_its_core_with_another_process(tmp_path: Path):
-    # each worker on a core of its own, and a busy loop on worker-1's core
+    # each worker on a core of its own, and two busy loops on worker-1's core: it gets a third
+    # of the core, and its threads wait in the run queue for most of its step
     cpus = sorted(os.sched_getaffinity(0))[:2]
     pin = {i: ["taskset", "-c", str(cpu)] for i, cpu in enumerate(cpus)}
-    burner = subprocess.Popen([*pin[1], sys.executable, "-c", "while True: pass"])
+    burners = [
+        subprocess.Popen([*pin[1], sys.executable, "-c", "while True: pass"]) for _ in range(2)
+    ]
     try:
         done = record_job(tmp_path, "--steps", "20", prefix=pin)
     finally:
-        burner.kill()
-        burner.wait()
+        for burner in burners:
+            burner.kill()
+            burner.wait()
     assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
     c = analyze_cluster(tmp_path)
     assert c.workers["steps"].tolist() == [20, 20]  # the same steps on both, matched
-    assert c.clocks["step_end_gap_ms"].abs().max() < 5, c.clocks
+    _assert_steps_line_up(c)
     assert c.straggler is not None and c.straggler["host"] == "worker-1", c.workers
     assert "another process shares its cores" in c.findings[0].message, c.findings[0].message
 

@@ -132,6 +132,12 @@ def test_names_renames_and_exits_of_threads(child, tmp_path, native):
     assert sampler.sample_once()
     assert sampler.threads[stayer]["names"] == ["stayer", "renamed"]
     _ask(proc, "leave")
+    # join() returns when the thread has exited, a moment before the kernel takes it out of
+    # /proc: the sampler's claim is about a thread gone from there
+    gone = Path(f"/proc/{proc.pid}/task/{leaver}")
+    deadline = time.monotonic() + 5
+    while gone.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
     assert sampler.sample_once()
     assert sampler.threads[leaver].get("exited") is True
     assert "exited" not in sampler.threads[stayer]
