@@ -9,7 +9,6 @@ import enum
 import io
 import shutil
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from browser import CHROMIUM, HEADLESS_FLAGS
+from browser import CHROMIUM, HEADLESS_FLAGS, Dom
 from builders import MS, hand_built_run
 from conftest import SAMPLE_RUN, SAMPLE_TRACES, modules_loaded_by, quiet_env, tftrace
 from tftrace.analysis.analyze import analyze
@@ -309,34 +308,6 @@ def test_hostile_names_are_escaped_in_the_source(evil_page: Path):
     assert "<script" not in page.lower() and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
-
-
-class Dom(HTMLParser):
-    """Tags with their attributes, headings, table cells and all text of a document."""
-
-    def __init__(self, source: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.h2: list[str] = []
-        self.cells: list[str] = []
-        self._open: list[str] = []
-        self.feed(source)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._open.append(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._open:
-            del self._open[len(self._open) - 1 - self._open[::-1].index(tag) :]
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-        if self._open and self._open[-1] == "h2":
-            self.h2.append(data)
-        if self._open and self._open[-1] == "td":
-            self.cells.append(data)
 
 
 def chromium(*args: str | Path, profile: Path) -> subprocess.CompletedProcess[str]:

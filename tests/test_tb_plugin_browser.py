@@ -10,14 +10,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from browser import CHROMIUM, HEADLESS_FLAGS
+from browser import CHROMIUM, HEADLESS_FLAGS, Dom
 from conftest import SAMPLE_TRACES, free_port, http_get, quiet_env
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.model.run import load
@@ -112,37 +111,6 @@ def server(logdir: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
-
-
-class Dom(HTMLParser):
-    """Tags with their attributes, h2 headings, table cells and all text of a document."""
-
-    def __init__(self, source: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.h2: list[str] = []
-        self.cells: list[str] = []
-        self._open: list[str] = []
-        self.feed(source)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._open.append(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._open:
-            del self._open[len(self._open) - 1 - self._open[::-1].index(tag) :]
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-        if self._open and self._open[-1] == "h2":
-            self.h2.append(data)
-        if self._open and self._open[-1] == "td":
-            self.cells.append(data)
-
-    def having(self, attribute: str) -> list[str]:
-        return [str(a[attribute]) for _, a in self.tags if attribute in a]
 
 
 def page(url: str, profile: Path) -> Dom:
