@@ -26,6 +26,7 @@ from tftrace.analysis.metrics.cpu_time import pool_cpu
 from tftrace.analysis.metrics.ops import top_op_types
 from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTime, python_time
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
+from tftrace.analysis.metrics.requests import Requests, measure_requests
 from tftrace.analysis.metrics.steps import Steps, find_steps
 from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
 from tftrace.analysis.metrics.window import (
@@ -35,6 +36,7 @@ from tftrace.analysis.metrics.window import (
     parse_window,
     resolve_window,
 )
+from tftrace.analysis.metrics.work import SERVER, find_work
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
@@ -65,6 +67,10 @@ class Analysis:
     - ``top_ops``: op types by time, with the intra-op parallelism each achieved.
     - ``breakdown``: the window's wall time in six categories adding up to 1.
     - ``steps``: the training/inference steps in the window, with a per-step breakdown.
+    - ``shape``: ``"loop"`` (one thread steps), ``"server"`` (several threads with calls in
+      flight together) or ``"none"``; ``requests``: a server's requests in the window
+      (throughput, latency percentiles, requests in flight, where their time went); None
+      for a loop.
     - ``python_time``: the top Python functions per Python thread by self and total time
       (py-spy), py-spy's error share, and whether Python time matters in the window.
     - ``core_use``: the headline: how many of the usable cores the process kept busy, where
@@ -95,6 +101,8 @@ class Analysis:
     warmup: Warmup | None = None
     core_use: CoreUse | None = None
     not_checked: tuple[str, ...] = ()
+    requests: Requests | None = None
+    shape: str = "none"
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -130,6 +138,8 @@ class Analysis:
                 "summary": summary.to_json() if (summary := self.steps.summary()) else None,
                 "table": records(self.steps.table),
             },
+            "shape": self.shape,
+            "requests": self.requests.to_json() if self.requests else None,
             "python_time": self.python_time.to_json() if self.python_time else None,
             "missing": self.run.missing,
         }
@@ -163,6 +173,8 @@ def measure(
     steps = find_steps(run)
     span, basis = resolve_window(run, steps, spec)
     in_window = steps.within(span)
+    work = find_work(run)
+    requests = measure_requests(run, work, span) if work.shape == SERVER else None
     stage(ANALYZE_STAGES[1])
     concurrency = pool_concurrencies(run, span)
     pools = pools_frame(concurrency)
@@ -189,6 +201,8 @@ def measure(
             run, span, concurrency, len(in_window.table), cpus_given=cpus is not None
         ),
         not_checked=not_checked(run),
+        requests=requests,
+        shape=work.shape,
     )
 
 

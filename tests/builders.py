@@ -67,6 +67,7 @@ def events_table(rows: Iterable[EventRow]) -> pd.DataFrame:
             "c": pd.array([r[6] for r in rows], dtype="Int64"),
             "pt": pd.array([None] * n, dtype="Int64"),
             "ct": pd.array([None] * n, dtype="Int64"),
+            "step_num": pd.array([None] * n, dtype="Int64"),
         }
     )
     return validate(df, EVENTS)

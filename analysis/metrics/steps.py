@@ -1,6 +1,7 @@
 """Steps: the repeated unit of work on the main thread, and the breakdown of each.
 
-Found, in order of preference by how much of the trace they cover:
+The user's own step markers (``Trace(name, step_num=N)`` blocks) are the steps whenever they
+exist (``work.py``). Else, in order of preference by how much of the trace they cover:
 - calls of one tf.function from the main thread: the annotation TF writes with the function's
   name around each call (tracing included), else its ``__inference_<name>_<id>`` op; Keras'
   ``train_function`` is one, Keras 3's ``multi_step_on_iterator`` another (with
@@ -23,6 +24,7 @@ import pandas as pd
 from tftrace.analysis.metrics.breakdown import CATEGORIES, span_breakdowns
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.metrics.work import LOOP, find_work
 from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
@@ -213,12 +215,24 @@ def _is_loop(source: str, start: np.ndarray, end: np.ndarray, lo: int, hi: int) 
     return source.startswith("tf.function") and len(start) >= MIN_CALLS
 
 
+def _user_marked(run: Run) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """The user's own step markers (``Trace(name, step_num=)``) of a loop: they win over any
+    inferred step, however little of the trace they cover; on the thread that made most."""
+    work = find_work(run)
+    if not work.marked or work.shape != LOOP:
+        return None
+    units = work.units
+    mine = units[units["thread"] == units["thread"].value_counts().index[0]]
+    name = str(mine["name"].iloc[0])
+    return f"annotation {name}", mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy()
+
+
 def _find_all(run: Run) -> Steps:
+    best = _user_marked(run)
     main = _main_thread(run)
     lo, hi = trace_window(run)
-    best: tuple[str, np.ndarray, np.ndarray] | None = None
     best_cover = 0
-    for source, start, end in _candidates(run, main) if main is not None else []:
+    for source, start, end in _candidates(run, main) if main is not None and not best else []:
         keep = _top_level(start, end)
         start, end = start[keep], end[keep]
         cover = int((end - start).sum())

@@ -2,7 +2,9 @@
 
 What a user asks for (``parse_window``), then where it lies in a run (``resolve_window``):
 
-- ``steady`` (the default): from the end of the warm-up to the end of the last step. The
+- ``steady`` (the default): for a server (units of work on several threads at once,
+  ``work.py``), from the end of the warm-up (each function's first call, which traces) to
+  the end of the last request. Else from the end of the warm-up to the end of the last step. The
   warm-up is the first step (the tf.function call that traces and builds) or the first
   ``warmup_steps``. Without steps, or with none after the warm-up, the whole trace, and the
   basis says so. A run recorded from step A (``tftrace record --steps A:B``) holds only the
@@ -22,7 +24,9 @@ import re
 from dataclasses import dataclass, replace
 
 from tftrace.analysis.metrics.busy import trace_window
+from tftrace.analysis.metrics.requests import server_window
 from tftrace.analysis.metrics.steps import Steps
+from tftrace.analysis.metrics.work import SERVER, Work, find_work
 from tftrace.analysis.model.run import Run
 from tftrace.errors import TftraceError
 
@@ -121,6 +125,9 @@ def resolve_window(run: Run, steps: Steps, spec: WindowSpec) -> tuple[tuple[int,
     if spec.mode == ALL:
         return (lo, hi), "all: the whole trace"
     if spec.mode == STEADY:
+        work = find_work(run)
+        if work.shape == SERVER:
+            return _server_span(run, work, spec)
         if n == 0:
             why = "no steps found (no tf.function or annotation repeated on the main thread)"
             return (lo, hi), f"all: {why}, so the whole trace"
@@ -143,6 +150,24 @@ def resolve_window(run: Run, steps: Steps, spec: WindowSpec) -> tuple[tuple[int,
         # "steps 3-3" rather than "step 3": the basis starts with its mode
         return _step_span(steps, spec), f"steps {first}-{last} of {steps.found} ({steps.source})"
     return _time_span(run, spec)
+
+
+def _server_span(run: Run, work: Work, spec: WindowSpec) -> tuple[tuple[int, int], str]:
+    """A server's steady state: from the end of its warm-up (each function's first calls) to
+    the end of the last request."""
+    span = server_window(work, max(spec.warmup_steps, 1))
+    what = f"{work.source} on {work.threads} threads"
+    if span is None:
+        lo, hi = trace_window(run)
+        return (lo, hi), f"all: a server ({what}) with no request after its warm-up"
+    units = work.units
+    n = int(((units["start_ns"] >= span[0]) & (units["start_ns"] < span[1])).sum())
+    calls = "call" if spec.warmup_steps <= 1 else f"{spec.warmup_steps} calls"
+    return span, (
+        f"server: {n} requests of {len(units)} ({what}), from the end of the warm-up "
+        f"(each function's first {calls}, which trace{'s' * (spec.warmup_steps <= 1)}) "
+        "to the last request"
+    )
 
 
 def _step_span(steps: Steps, spec: WindowSpec) -> tuple[int, int]:

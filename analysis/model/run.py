@@ -18,8 +18,8 @@ from tftrace.analysis.model.regions import pair_regions
 from tftrace.analysis.model.schema import EVENTS, PYTHON, REGIONS, SAMPLES, empty, validate
 from tftrace.analysis.model.threads import TraceLine, build_threads
 from tftrace.analysis.model.trace_events import (
-    FLOW_STATS,
     HOST_EVENT_COLUMNS,
+    PROMOTED_STATS,
     HostTrace,
     event_times,
     events_frame,
@@ -100,9 +100,10 @@ def _decode(xplane: Path) -> HostTrace:
         raise TraceError(f"{xplane}: empty file")
     stage(LOAD_STAGES[1])
     try:
-        # Only the flow ids are read from event stats: promoted, and no stats table at all.
+        # Only the flow ids and step numbers are read from event stats: promoted, and no stats
+        # table at all.
         space = decode(
-            data, planes=wanted_plane, event_stats=tuple(FLOW_STATS.values()), stats=False
+            data, planes=wanted_plane, event_stats=tuple(PROMOTED_STATS.values()), stats=False
         )
     except XPlaneDecodeError as e:
         raise TraceError(f"{xplane}: not a valid xplane trace ({e})") from None

@@ -61,6 +61,7 @@ EVENTS = Table(
         "c": NULLABLE_INT,
         "pt": NULLABLE_INT,
         "ct": NULLABLE_INT,
+        "step_num": NULLABLE_INT,  # N of a user's Trace(name, step_num=N) block
     },
     "one row per trace event on the host plane",
 )

@@ -28,6 +28,7 @@ from tftrace.analysis.model.vocabulary import (
     PRODUCER_TYPE_STAT,
     PROFILE_START_STAT,
     PROFILE_STOP_STAT,
+    STEP_NUM_ARG,
     TASK_PLANE,
     is_python_api_event,
 )
@@ -41,6 +42,9 @@ FLOW_STATS = {
     "pt": PRODUCER_TYPE_STAT,
     "ct": CONSUMER_TYPE_STAT,
 }
+# Integer stats promoted to event columns beside the flows: the step number of a user's
+# ``Trace(name, step_num=N)`` block (a step marker the user wrote wins over inferred steps).
+PROMOTED_STATS = {**FLOW_STATS, "step_num": STEP_NUM_ARG}
 # The decoded event columns the host tables are built from.
 HOST_EVENT_COLUMNS = ("metadata_id", "offset_ps", "duration_ps", "num_occurrences")
 _EPOCH_NS = 10**17  # a line timestamp this large is already ns since the epoch
@@ -180,18 +184,18 @@ def event_times(
 
 
 def _flow_columns(trace: HostTrace) -> dict[str, pd.arrays.IntegerArray]:
-    """_p/_c/_pt/_ct of each host event (uint64 ids kept bit for bit as int64).
+    """_p/_c/_pt/_ct (and step_num) of each host event (uint64 ids kept bit for bit as int64).
 
     The decoder promoted them to per-event columns (``decode(event_stats=FLOW_STATS...)``),
     which are writable and handed over: the host rows are taken as they are, a view when they
     are contiguous (a copy would touch another 16 MB per column of a 2 M-event trace).
     """
     promoted = trace.space.event_stat_columns
-    missing = [name for name in FLOW_STATS.values() if name not in promoted]
+    missing = [name for name in PROMOTED_STATS.values() if name not in promoted]
     if missing:
         raise ValueError(f"the trace was decoded without event_stats={missing}")
     out = {}
-    for column, stat_name in FLOW_STATS.items():
+    for column, stat_name in PROMOTED_STATS.items():
         values, present = promoted[stat_name]
         out[column] = pd.arrays.IntegerArray(values[trace.events], ~present[trace.events])
     return out
