@@ -39,7 +39,12 @@ def test_ops_run_inline_is_confirmed_by_running_its_setting(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     found = {f["id"]: f for f in json.loads(proc.stdout)["findings"]}
     inline = found["ops-run-inline"]
-    assert inline["setting"] == {"intra": CPUS, "inter": None, "expect": "faster"}
+    assert inline["setting"] == {
+        "intra": CPUS,
+        "inter": None,
+        "expect": "faster",
+        "objective": None,
+    }
     check = inline["verification"]
     # the Thread pools tab shows the same outcome, read back from RUN/verify (nothing re-run)
     (shown,) = [f for f in compute(run)["findings"] if f["id"] == "ops-run-inline"]

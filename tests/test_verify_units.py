@@ -106,7 +106,12 @@ def test_inline_ops_advise_one_intra_thread_per_core():
     run = make_run(threads_table(pools, 100 * MS), events_table(rows), manifest=manifest)
     (f,) = inline_ops(run, analyze(run, window="all"))
     assert f.setting == AdvisedSetting(2, None, Expect.FASTER)
-    assert f.to_json()["setting"] == {"intra": 2, "inter": None, "expect": "faster"}
+    assert f.to_json()["setting"] == {
+        "intra": 2,
+        "inter": None,
+        "expect": "faster",
+        "objective": None,
+    }
     assert f.to_json()["verification"] is None
 
 

@@ -26,6 +26,12 @@ from tftrace.analysis.findings.pool_rules import (
     intra_pool_size_vs_cores,
     ops_too_small_to_split,
 )
+from tftrace.analysis.findings.server_rules import (
+    one_request_at_a_time,
+    pools_crowd_cores,
+    requests_queue_for_inter_op,
+    without_splitting_for_busy_servers,
+)
 from tftrace.analysis.findings.settings_rules import pinned_sizes_vs_cpus, setters_too_late
 from tftrace.analysis.findings.workload_rules import input_pipeline, python_bound
 from tftrace.analysis.metrics.busy import trace_window
@@ -44,6 +50,9 @@ RULES: tuple[Callable[[Run, Analysis], list[Finding]], ...] = (
     eigen_spin,
     pinned_sizes_vs_cpus,
     setters_too_late,
+    requests_queue_for_inter_op,
+    pools_crowd_cores,
+    one_request_at_a_time,
     underused_cores,
 )
 
@@ -61,6 +70,7 @@ CONSEQUENCES: dict[str, tuple[str, ...]] = {
         "ops-too-small-to-split",
         "ops-run-inline",
         "threading-set-too-late",
+        "one-request-at-a-time",
     ),
 }
 SHARE_TOLERANCE = 1e-6  # rounding
@@ -103,4 +113,4 @@ def diagnose(run: Run, analysis: Analysis) -> list[Finding]:
         for rule in RULES
         for f in rule(run, analysis)
     ]
-    return with_causes(found)
+    return with_causes(without_splitting_for_busy_servers(run, analysis, found))

@@ -38,7 +38,9 @@ class Expect(str, enum.Enum):
 @dataclass(frozen=True)
 class AdvisedSetting:
     """The thread setting a finding advises, machine-readable: the intra-op and inter-op pool
-    sizes to run with (None keeps the run's own), and what the finding ``expect``s of it.
+    sizes to run with (None keeps the run's own), what the finding ``expect``s of it, and by
+    which measure (``objective``: None, the time per step; a server's "throughput", "p50" or
+    "p99").
     ``tftrace analyze --verify`` runs it beside the run's own setting. Example::
 
         for f in analysis.findings:
@@ -49,9 +51,17 @@ class AdvisedSetting:
     intra: int | None
     inter: int | None
     expect: Expect = Expect.FASTER
+    # What the claim is measured by: None, the time per step; for a server "throughput"
+    # (requests per second), "p50" or "p99" (request latency).
+    objective: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"intra": self.intra, "inter": self.inter, "expect": self.expect.value}
+        return {
+            "intra": self.intra,
+            "inter": self.inter,
+            "expect": self.expect.value,
+            "objective": self.objective,
+        }
 
 
 class Status(str, enum.Enum):

@@ -1,0 +1,209 @@
+"""Rules for servers (several threads with calls in flight together, ``metrics/work.py``):
+requests queueing for inter-op threads, two pools crowding the cores, and one request at a
+time on many cores. Each is judged by the server's own measure (``AdvisedSetting.objective``:
+requests per second, or a latency percentile), not the time per step."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.findings.evidence import pool_row, severity_for
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.requests import Requests
+
+# A request waits for an inter-op thread for at least this share of its latency, on average.
+INTER_OP_WAIT_SHARE = 0.1
+# The pools together keep more threads busy than this many per core ...
+CROWD_PER_CORE = 1.0
+# ... with Eigen workers busy at least this much of the time (the crowd is of two pools) ...
+CROWD_MIN_INTRA = 0.25
+# ... and the process's threads waiting for a core at least this share of the core-time.
+CROWD_RUN_QUEUE_SHARE = 0.1
+# One request at a time: fewer than this many in flight on average ...
+ALONE_IN_FLIGHT = 1.2
+# ... on at least this many cores, most of them idle (busy below this share).
+ALONE_MIN_CORES = 4
+ALONE_BUSY_SHARE = 0.5
+
+
+def _cores(run: Run, analysis: Analysis) -> int | None:
+    use = analysis.core_use
+    return use.cores if use is not None and use.cores else run.manifest.usable_cpus
+
+
+def _mean(analysis: Analysis, pool: Pool) -> float:
+    row = pool_row(analysis, pool)
+    return 0.0 if row is None else float(row["mean"])
+
+
+def _wait_share(requests: Requests, category: str) -> float:
+    shares = requests.breakdown().set_index("category")["share"]
+    return float(shares.get(category, 0.0))
+
+
+def _crowded(run: Run, analysis: Analysis) -> dict[str, float] | None:
+    """The pools' busy threads, summed, against the cores, and the run-queue wait that shows
+    it; None when the pools do not crowd the cores."""
+    cores = _cores(run, analysis)
+    if not cores or analysis.core_use is None:
+        return None
+    inter, intra = _mean(analysis, Pool.INTER_OP), _mean(analysis, Pool.INTRA_OP)
+    core_s = cores * analysis.core_use.seconds
+    queued = analysis.core_use.run_queue_core_s / core_s if core_s > 0 else 0.0
+    has_sampler = not run.samples.empty
+    if inter + intra <= CROWD_PER_CORE * cores or intra < CROWD_MIN_INTRA:
+        return None
+    if has_sampler and queued < CROWD_RUN_QUEUE_SHARE:
+        return None
+    return {"inter": inter, "intra": intra, "cores": cores, "run_queue_share": queued}
+
+
+def requests_queue_for_inter_op(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: more requests are in flight than there are inter-op threads, so requests wait
+    for one, while the cores have room (the pools do not crowd them: that is the next rule).
+
+    Checked on the data: the mean requests in flight exceed the inter-op pool's size, and the
+    requests' time waiting for an inter-op thread (their closures queued) is at least
+    ``INTER_OP_WAIT_SHARE`` of their latency.
+    """
+    requests = analysis.requests
+    size = run.manifest.pool("inter_op").size
+    if requests is None or not size or _crowded(run, analysis) is not None:
+        return []
+    in_flight = requests.mean_in_flight()
+    share = _wait_share(requests, "inter-op wait")
+    if in_flight <= size or share < INTER_OP_WAIT_SHARE:
+        return []
+    advised = max(requests.peak_in_flight(), size + 1)
+    return [
+        Finding(
+            "requests-queue-for-inter-op",
+            severity_for(share),
+            Pool.INTER_OP.value,
+            f"{in_flight:.1f} requests were in flight on average (peak "
+            f"{requests.peak_in_flight()}) for {size} inter-op threads: requests spent "
+            f"{share:.0%} of their latency waiting for an inter-op thread.",
+            f"Raise inter_op_parallelism_threads to {advised} (one per request in flight), "
+            "e.g. TF_NUM_INTEROP_THREADS.",
+            {
+                "requests_in_flight": round(in_flight, 3),
+                "peak_in_flight": requests.peak_in_flight(),
+                "inter_op_threads": size,
+                "inter_op_wait_share": share,
+            },
+            setting=AdvisedSetting(None, advised, Expect.FASTER, "p99"),
+        )
+    ]
+
+
+def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: a server's requests each take an inter-op thread, and each of those splits its
+    ops over the Eigen pool: together the two pools keep more threads busy than there are
+    cores, and they wait for cores instead of working. The usual answer: intra-op small,
+    inter-op near the number of requests in flight (each request on its own core).
+
+    Checked on the data: the inter-op and intra-op pools' mean busy threads add up to more
+    than ``CROWD_PER_CORE`` per usable core, the Eigen pool is busy at least
+    ``CROWD_MIN_INTRA`` threads on average, and (with the OS sampler) the process's threads
+    waited on a run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time.
+    The claim: with one intra-op thread the server serves at least as many requests per
+    second (threads were wasted).
+    """
+    requests = analysis.requests
+    crowd = _crowded(run, analysis)
+    intra_size = run.manifest.pool("intra_op").size
+    if requests is None or crowd is None or (intra_size is not None and intra_size <= 1):
+        return []
+    cores = int(crowd["cores"])
+    inter = max(1, math.ceil(requests.mean_in_flight() - 0.05))
+    inter = max(inter, requests.peak_in_flight())
+    busy = crowd["inter"] + crowd["intra"]
+    over = min(1.0, (busy - cores) / busy) if busy > 0 else 0.0
+    return [
+        Finding(
+            "pools-crowd-cores",
+            Severity.HIGH if busy >= 1.5 * cores else Severity.MEDIUM,
+            None,
+            f"The inter-op pool ({crowd['inter']:.2f} busy threads) and the intra-op pool "
+            f"({crowd['intra']:.2f}) together kept {busy:.2f} threads busy on {cores} cores, "
+            f"with {requests.mean_in_flight():.1f} requests in flight: threads waited on a "
+            f"run queue for {crowd['run_queue_share']:.0%} of the core-time.",
+            f"Use intra_op_parallelism_threads 1 and inter_op_parallelism_threads {inter} "
+            "(one thread per request in flight), e.g. TF_NUM_INTRAOP_THREADS=1 "
+            f"TF_NUM_INTEROP_THREADS={inter}.",
+            {
+                "inter_op_busy": round(crowd["inter"], 3),
+                "intra_op_busy": round(crowd["intra"], 3),
+                "cores": cores,
+                "busy_over_cores": round(busy / cores, 3),
+                "oversubscribed_share": over,
+                "run_queue_share": crowd["run_queue_share"],
+                "requests_in_flight": round(requests.mean_in_flight(), 3),
+            },
+            setting=AdvisedSetting(1, inter, Expect.NOT_SLOWER, "throughput"),
+        )
+    ]
+
+
+def one_request_at_a_time(run: Run, analysis: Analysis) -> list[Finding]:
+    """Premise: a server that has one request in flight at a time cannot use many cores
+    however its pools are sized: the cores wait for requests, not for threads. Batching
+    requests, or serving more of them at once, is what fills them.
+
+    Checked on the data: fewer than ``ALONE_IN_FLIGHT`` requests in flight on average, at
+    least ``ALONE_MIN_CORES`` usable cores, and the process busy on less than
+    ``ALONE_BUSY_SHARE`` of them (kernel CPU time, else the trace).
+    """
+    requests = analysis.requests
+    cores = _cores(run, analysis)
+    use = analysis.core_use
+    if requests is None or use is None or not cores or cores < ALONE_MIN_CORES:
+        return []
+    in_flight = requests.mean_in_flight()
+    busy_share = min(1.0, use.mean_busy / cores)
+    if in_flight >= ALONE_IN_FLIGHT or busy_share >= ALONE_BUSY_SHARE:
+        return []
+    return [
+        Finding(
+            "one-request-at-a-time",
+            Severity.HIGH if busy_share < 0.25 else Severity.MEDIUM,
+            None,
+            f"{in_flight:.2f} requests were in flight on average on {cores} cores, and the "
+            f"process kept {use.mean_busy:.2f} of them busy ({busy_share:.0%}): the cores "
+            "wait for requests, not for threads.",
+            "Batch requests (several inputs per call), or serve more requests at once (more "
+            "client threads, or several instances: tftrace sweep --instances); thread "
+            "settings alone will not fill the cores.",
+            {
+                "requests_in_flight": round(in_flight, 3),
+                "cores": cores,
+                "cores_busy_share": busy_share,
+                "throughput_per_s": round(requests.throughput, 3),
+            },
+        )
+    ]
+
+
+def without_splitting_for_busy_servers(
+    run: Run, analysis: Analysis, found: list[Finding]
+) -> list[Finding]:
+    """``found`` less the findings that advise a larger intra-op pool for a server with a
+    request in flight per core or more: each core already has a request to run, so splitting
+    its ops only adds Eigen workers to crowded cores (the rules that advise it are written
+    for a loop, whose one step at a time leaves cores free)."""
+    requests = analysis.requests
+    cores = _cores(run, analysis)
+    intra = run.manifest.pool("intra_op").size
+    if requests is None or not cores or requests.mean_in_flight() < cores:
+        return found
+    return [
+        f
+        for f in found
+        if f.setting is None or f.setting.intra is None or intra is None or f.setting.intra <= intra
+    ]
