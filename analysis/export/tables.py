@@ -3,7 +3,10 @@
 Why: the tables of ``analysis/model/run.py`` are the whole of what tftrace knows about a run,
 and a notebook, a database or a spreadsheet should not need tftrace (nor TensorFlow) to
 read them. The per-step table (``steps``: every step of the trace with its breakdown) goes with
-them: it is computed, but a long training has too many steps for a report to list.
+them: it is computed, but a long training has too many steps for a report to list. So does a
+server's ``requests`` table (each request of the analysed window with its latency and where
+its time went, ``metrics/requests.py``), only for a server; ``schema.json`` says which window
+and why.
 Beside the tables goes ``schema.json``, the column contract of
 ``analysis/schema.py`` (name, dtype and meaning of every column, row counts), so a reader
 can restore the exact dtypes: CSV has none, and Parquet keeps them but not the meaning.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -30,7 +33,10 @@ import pyarrow.csv as pa_csv
 from tftrace import __version__
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.schema import DERIVED_TABLES, STEPS, TABLES
+from tftrace.analysis.model.schema import DERIVED_TABLES, REQUESTS, STEPS, TABLES
+
+if TYPE_CHECKING:
+    from tftrace.analysis.export.request_slices import WindowRequests
 
 FORMATS = ("csv", "parquet")
 EXPORTED = {**TABLES, **DERIVED_TABLES}
@@ -38,17 +44,27 @@ SCHEMA_FILE = "schema.json"
 TIME_UNIT = "ns"
 
 
-def table_frames(run: Run) -> dict[str, pd.DataFrame]:
+def table_frames(run: Run, server: WindowRequests | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the run by its schema name, in the schema's order, then the computed
-    ones (``DERIVED_TABLES``: the steps of the whole trace)."""
+    ones (``DERIVED_TABLES``: the steps of the whole trace; a ``server``'s requests)."""
     frames = {name: getattr(run, name) for name in TABLES}
     frames[STEPS.name] = find_steps(run).table.astype(STEPS.columns)
+    if server is not None:
+        frames[REQUESTS.name] = server.requests.table[list(REQUESTS.columns)].astype(
+            REQUESTS.columns
+        )
     return frames
 
 
-def column_contract(run: Run, fmt: str) -> dict[str, Any]:
-    """What ``schema.json`` holds: the files, their columns and dtypes, and the run."""
-    frames = table_frames(run)
+def exported(server: WindowRequests | None = None) -> dict[str, Any]:
+    """The tables written: ``EXPORTED``, and a server's requests."""
+    return EXPORTED if server is None else {**EXPORTED, REQUESTS.name: REQUESTS}
+
+
+def column_contract(run: Run, fmt: str, server: WindowRequests | None = None) -> dict[str, Any]:
+    """What ``schema.json`` holds: the files, their columns and dtypes, and the run (and for
+    a server, the window its requests were counted over, and why)."""
+    frames = table_frames(run, server)
     contract: dict[str, Any] = {
         "producer": f"tftrace {__version__}",
         "format": fmt,
@@ -63,9 +79,17 @@ def column_contract(run: Run, fmt: str) -> dict[str, Any]:
                 "doc": table.doc,
                 "columns": dict(table.columns),
             }
-            for name, table in EXPORTED.items()
+            for name, table in exported(server).items()
         },
     }
+    if server is not None:
+        lo, hi = server.requests.window
+        contract["tables"][REQUESTS.name]["window"] = {
+            "start_ns": lo,
+            "end_ns": hi,
+            "seconds": server.requests.seconds,
+            "basis": server.basis,
+        }
     if fmt == "csv":
         contract["csv"] = {
             "encoding": "utf-8",
@@ -104,8 +128,11 @@ WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
 }
 
 
-def write_tables(run: Run, directory: Path, fmt: str) -> list[Path]:
-    """Write each table and ``schema.json`` into ``directory`` (created); the paths written.
+def write_tables(
+    run: Run, directory: Path, fmt: str, server: WindowRequests | None = None
+) -> list[Path]:
+    """Write each table (a ``server``'s requests too, where given) and ``schema.json`` into
+    ``directory`` (created); the paths written.
 
     Existing files of the same names are replaced; nothing else in the directory is touched.
     """
@@ -113,12 +140,13 @@ def write_tables(run: Run, directory: Path, fmt: str) -> list[Path]:
         raise ValueError(f"unknown table format {fmt!r} (have: {', '.join(FORMATS)})")
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in table_frames(run).items():
+    for name, frame in table_frames(run, server).items():
         path = directory / f"{name}.{fmt}"
         WRITERS[fmt](frame, path)
         written.append(path)
     schema = directory / SCHEMA_FILE
-    schema.write_text(json.dumps(column_contract(run, fmt), indent=2) + "\n", encoding="utf-8")
+    contract = column_contract(run, fmt, server)
+    schema.write_text(json.dumps(contract, indent=2) + "\n", encoding="utf-8")
     written.append(schema)
     return written
 

@@ -21,6 +21,9 @@ them all; ``build_trace`` parses it back for callers that want the object):
   region (TF's own flow id is in the region's ``args``: it may repeat). A Record is an
   instant, so it is emitted as a zero-length slice (cat ``record``) for the arrow's tail to
   bind to; the head binds (``bp: "e"``) to the region slice, which starts at that instant.
+- **A server's requests** (``request_slices.py``), where asked for: one slice each (cat
+  ``request``, named after the function) on its calling thread, from the call to its return;
+  at equal times it sorts before the call's own slice, so it is the outermost of the two.
 - **Counters ("C")**, one per pool: the number of the pool's threads busy, from
   ``analysis.concurrency``'s step function, one event per change plus one at the window's
   end, so the counter's maximum is the pool's peak concurrency.
@@ -49,6 +52,7 @@ import pandas as pd
 
 from tftrace import __version__
 from tftrace.analysis.export.python_stacks import python_stack_slices, stack_tracks
+from tftrace.analysis.export.request_slices import request_slices
 from tftrace.analysis.export.trace_batches import Batch, Tracks, slice_batch
 from tftrace.analysis.export.trace_fields import (
     EventColumns,
@@ -72,6 +76,7 @@ from tftrace.analysis.export.trace_format import (
 from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
 from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.metrics.requests import Requests
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -298,10 +303,15 @@ def all_slices(run: Run) -> list[Slices]:
     return [region_slices(run), op_slices(run), *python_call_slices(run), record_slices(run)]
 
 
-def trace_json(run: Run, extra: Sequence[dict[str, Any]] = ()) -> tuple[bytes | bytearray, int]:
+def trace_json(
+    run: Run, extra: Sequence[dict[str, Any]] = (), requests: Requests | None = None
+) -> tuple[bytes | bytearray, int]:
     """The run as Chrome Trace Event Format JSON (UTF-8), with ``extra`` events appended
-    (the window marks); and how many events it holds."""
-    slices = all_slices(run)
+    (the window marks) and a server's ``requests`` as slices on their threads; and how many
+    events it holds."""
+    asked = request_slices(requests)
+    # first: at equal times and lengths a request encloses its call's slice (file order)
+    slices = [asked, *all_slices(run)] if len(asked) else all_slices(run)
     used = {int(t) for s in slices for t in np.unique(s.thread).tolist()}
     stacks = python_stack_slices(run)
     tracks = thread_tracks(run, used) | stack_tracks(run, stacks.thread.tolist(), _label)
@@ -351,9 +361,15 @@ def build_trace(run: Run) -> dict[str, Any]:
     return data
 
 
-def write_run_trace(run: Run, path: Path, extra: Sequence[dict[str, Any]] = ()) -> tuple[int, int]:
-    """Write the run's trace (gzip-compressed when ``path`` ends in ``.gz``); (events, bytes)."""
-    data, count = trace_json(run, extra)
+def write_run_trace(
+    run: Run,
+    path: Path,
+    extra: Sequence[dict[str, Any]] = (),
+    requests: Requests | None = None,
+) -> tuple[int, int]:
+    """Write the run's trace (gzip-compressed when ``path`` ends in ``.gz``), with ``extra``
+    events and a server's ``requests`` (``trace_json``); (events, bytes)."""
+    data, count = trace_json(run, extra, requests)
     return count, _write(data, path)
 
 

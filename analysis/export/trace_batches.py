@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.export.trace_fields import EventColumns, Int, Micros, Obj, Str, Value
+from tftrace.analysis.export.trace_fields import EventColumns, Int, Micros, Num, Obj, Str, Value
 from tftrace.analysis.export.trace_format import SLICE_RANK, Slices, Track
 
 
@@ -40,7 +40,10 @@ class Tracks:
 
 
 def _value(value: Any) -> Value:
-    """Args values: integers stay numbers, anything else is a string."""
+    """Args values: integers stay numbers, a typed value (``Num``: floats) stays as it is,
+    anything else is a string."""
+    if isinstance(value, (Str, Int, Num, Micros, Obj)):
+        return value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return Int(value)
     if isinstance(value, str):

@@ -1,8 +1,8 @@
 """What each exported event holds, as typed columns, and the two ways to write it as JSON.
 
 A batch of events is a list of ``(key, value)`` fields, each value a whole column (or one value
-for every row): ``Str``, ``Int``, ``Micros`` (ns written as µs) or a nested ``Obj``. Two
-writers turn batches into the text of the trace, byte for byte the same:
+for every row): ``Str``, ``Int``, ``Num`` (a float), ``Micros`` (ns written as µs) or a nested
+``Obj``. Two writers turn batches into the text of the trace, byte for byte the same:
 
 - ``format_native``: the C extension ``_events`` writes every event once, in sorted order,
   straight into one buffer (330 MB of JSON from a 2-million-event trace in well under a second).
@@ -10,7 +10,8 @@ writers turn batches into the text of the trace, byte for byte the same:
   where the extension is not built (no compiler at install), and the reference it is tested
   against.
 
-Null values (a missing string, an NA integer) are left out of their object, key and all.
+Null values (a missing string, an NA integer, a NaN float) are left out of their object, key
+and all.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class Int:
 
 
 @dataclass(frozen=True)
+class Num:
+    """A column of floats, written as the shortest text that reads back as each (Python's
+    ``repr``); NaN: null. The few args that are fractions (a request's latency, its shares)."""
+
+    values: Any
+
+
+@dataclass(frozen=True)
 class Micros:
     """int64 ns, written as the µs float that reads back as exactly that ns."""
 
@@ -61,7 +70,7 @@ class Obj:
     fields: Sequence[tuple[str, Value]]
 
 
-Value: TypeAlias = "Str | Int | Micros | Obj"
+Value: TypeAlias = "Str | Int | Num | Micros | Obj"
 Fields: TypeAlias = Sequence[tuple[str, Value]]
 
 
@@ -114,6 +123,11 @@ def _ops(key: str | None, value: Value, rows: int) -> list[tuple[Any, ...]]:
         if isinstance(value.values, str):
             return [(OP_LIT, k, json.dumps(value.values).encode())]
         return [(OP_STR, k, *_codes_and_table(value.values))]
+    if isinstance(value, Num):
+        # the distinct numbers' texts as a table, each row its code: the string op writes a
+        # table entry as it is, and a number's text needs no quotes
+        codes, literals = text.number_codes(value.values)
+        return [(OP_STR, k, np.ascontiguousarray(codes, np.int32), [t.encode() for t in literals])]
     if isinstance(value, Int):
         if isinstance(value.values, (int, np.integer)):
             return [(OP_LIT, k, str(int(value.values)).encode())]
@@ -175,6 +189,8 @@ def _text(value: Value, rows: int) -> text.Text:
         return text.strings(value.values, rows)
     if isinstance(value, Int):
         return text.integers(value.values, rows)
+    if isinstance(value, Num):
+        return text.numbers(value.values, rows)
     return text.microseconds_text(value.ns)
 
 

@@ -45,6 +45,25 @@ def string_codes(values: Any) -> tuple[np.ndarray, list[str]]:
     return column.cat.codes.to_numpy(), [json.dumps(str(c)) for c in column.cat.categories]
 
 
+def number_codes(values: Any) -> tuple[np.ndarray, list[str]]:
+    """(code per row, -1 where NaN; the JSON text of each distinct float, its ``repr``)."""
+    floats = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(floats)
+    distinct, codes = np.unique(floats[finite], return_inverse=True)
+    out = np.full(len(floats), -1, dtype=np.int64)
+    out[finite] = codes
+    return out, [repr(float(v)) for v in distinct]
+
+
+def numbers(values: Any, length: int) -> Text:
+    """Floats as JSON numbers (``repr``); NaN is null, so an object field omits it."""
+    codes, literals = number_codes(values)
+    table = pa.array([*literals, None], pa.large_string())
+    out = table.take(pa.array(np.where(codes < 0, len(literals), codes)))
+    assert len(out) == length
+    return out
+
+
 def integers(values: Any, length: int) -> Text:
     """Integers as JSON text; a missing value (NA) is null, so an object field omits it."""
     if isinstance(values, (int, np.integer)):

@@ -134,6 +134,28 @@ STEPS = Table(
 )
 DERIVED_TABLES = {STEPS.name: STEPS}
 
+# A server's requests in the analysed window (``metrics/requests.py``), exported beside the
+# tables only for a server: the shares of each request's latency in its five categories.
+REQUESTS = Table(
+    "requests",
+    {
+        "request": INT64,  # from 1, in the window
+        "thread": INT32,  # the calling thread
+        "function": CATEGORY,
+        "start_ns": INT64,
+        "end_ns": INT64,
+        "latency_ns": INT64,
+        "eigen wait": FLOAT,
+        "running": FLOAT,
+        "inter-op wait": FLOAT,
+        "python": FLOAT,
+        "tf runtime": FLOAT,
+    },
+    "a server's requests that start in the analysed window (tf.function calls or "
+    "Trace(step_num=) blocks on any Python thread), with the share of each request's latency "
+    "in each category; computed, not recorded, and written only for a server",
+)
+
 
 class SchemaError(ValueError):
     """A table does not match its declared columns (a bug, or a foreign input)."""

@@ -19,6 +19,7 @@ from tftrace.analysis.metrics.busy import busy_intervals
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.metrics.queue_delay import queue_delay_histogram
+from tftrace.analysis.metrics.requests import Requests
 from tftrace.analysis.metrics.steps import Steps
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -26,6 +27,8 @@ from tftrace.analysis.model.run import Run
 SERIES_BINS = 400  # bins of the concurrency-over-time figure: ~2 px each at report width
 TIMELINE_RESOLUTION = 2000  # gaps under 1/2000 of the window are below a pixel: not drawn
 MAX_STEP_BARS = 20
+REQUEST_BINS = 100  # bins of a server's requests over time: a few requests end in each
+LATENCY_BINS_PER_DECADE = 10  # the request latency distribution's log-spaced bins
 # Timeline rows: the driver first, then the pools that run TF's work, then the rest.
 _FIRST = (
     Pool.PYTHON_MAIN,
@@ -40,6 +43,15 @@ _RANK = {pool.value: rank for rank, pool in enumerate(TIMELINE_ORDER)}
 
 
 @dataclass(frozen=True)
+class RequestPlotData:
+    """A server's figures: its requests over time and their latency."""
+
+    over_time: pd.DataFrame  # requests_over_time
+    latency: pd.DataFrame  # latency_distribution
+    percentiles: pd.DataFrame  # Requests.latency(): p50, p90, p99 ... per function, "all" first
+
+
+@dataclass(frozen=True)
 class ReportPlotData:
     """Everything the report's figures show, one table per figure."""
 
@@ -49,6 +61,7 @@ class ReportPlotData:
     timeline: pd.DataFrame  # thread_timeline
     queue_delay: pd.DataFrame  # queue_delay_distribution
     breakdown: pd.DataFrame  # breakdown_bars
+    requests: RequestPlotData | None = None  # a server's; None for a loop
 
 
 def _seconds(t_ns: np.ndarray | pd.Series, lo: int) -> np.ndarray:
@@ -230,6 +243,87 @@ def step_concurrency(analysis: Analysis) -> pd.DataFrame:
     return frame
 
 
+OVER_TIME_COLUMNS = ["t_ns", "t_s", "in_flight", "completed", "completed_per_s"]
+
+
+def requests_over_time(
+    requests: Requests, bins: int = REQUEST_BINS, resolution_ns: int | None = None
+) -> pd.DataFrame:
+    """Per bin of equal width over the requests' window (``bins`` of them, or
+    ``resolution_ns`` wide): the mean number of requests in flight (``Requests.in_flight``),
+    and the requests that ended in the bin, as a count and per second of the bin (the last
+    bin ends with the window). ``t_ns`` is the bin's start on the run's axis, ``t_s`` in
+    seconds since the window's start."""
+    lo, hi = requests.window
+    if hi <= lo or requests.table.empty:
+        return pd.DataFrame(columns=OVER_TIME_COLUMNS)
+    step = resolution_ns or max(1, -(-(hi - lo) // bins))
+    flight = requests.in_flight(step)["in_flight"].to_numpy()
+    edges = lo + step * np.arange(len(flight) + 1, dtype=np.int64)
+    ended = np.histogram(requests.table["end_ns"].to_numpy(dtype=np.int64), bins=edges)[0]
+    widths_s = (np.minimum(edges[1:], hi) - edges[:-1]) / 1e9
+    return pd.DataFrame(
+        {
+            "t_ns": edges[:-1],
+            "t_s": _seconds(edges[:-1], lo),
+            "in_flight": flight,
+            "completed": ended,
+            "completed_per_s": ended / widths_s,
+        }
+    )
+
+
+LATENCY_COLUMNS = ["function", "lo_ms", "width_ms", "requests", "fraction"]
+
+
+def latency_distribution(
+    requests: Requests, per_decade: int = LATENCY_BINS_PER_DECADE
+) -> pd.DataFrame:
+    """Requests per log-spaced bin of latency (ms), and their share: of all requests
+    (``function`` = "all") where one function serves them, else per function (each share of
+    its own requests). The same bins for every function; empty bins at both ends dropped."""
+    table = requests.table
+    if table.empty:
+        return pd.DataFrame(columns=LATENCY_COLUMNS)
+    ms = np.maximum(table["latency_ns"].to_numpy(dtype=np.float64), 1.0) / 1e6
+    first = np.floor(np.log10(ms.min()) * per_decade)
+    last = max(np.ceil(np.log10(ms.max()) * per_decade), first + 1)
+    edges = 10.0 ** (np.arange(first, last + 1) / per_decade)
+    # rounding must not leave the shortest or the longest request out of every bin
+    edges[0], edges[-1] = min(edges[0], ms.min()), max(edges[-1], ms.max())
+    functions = table["function"].astype(str).to_numpy()
+    names = sorted(set(functions)) if len(set(functions)) > 1 else ["all"]
+    frames = []
+    for name in names:
+        mine = ms if name == "all" else ms[functions == name]
+        counts = np.histogram(mine, bins=edges)[0]
+        used = np.flatnonzero(counts)
+        keep = slice(used[0], used[-1] + 1)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "function": name,
+                    "lo_ms": edges[:-1][keep],
+                    "width_ms": np.diff(edges)[keep],
+                    "requests": counts[keep],
+                    "fraction": counts[keep] / len(mine),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)[LATENCY_COLUMNS]
+
+
+def request_plot_data(requests: Requests | None) -> RequestPlotData | None:
+    """The tables of a server's figures; None for a loop."""
+    if requests is None:
+        return None
+    return RequestPlotData(
+        over_time=requests_over_time(requests),
+        latency=latency_distribution(requests),
+        percentiles=requests.latency(),
+    )
+
+
 def report_plot_data(analysis: Analysis) -> ReportPlotData:
     """The tables of every figure of the report, for the pools the Analysis reports on."""
     run, window = analysis.run, analysis.window
@@ -244,4 +338,5 @@ def report_plot_data(analysis: Analysis) -> ReportPlotData:
         ),
         queue_delay=queue_delay_distribution(run, queued, window),
         breakdown=breakdown_bars(analysis.breakdown, analysis.steps, window),
+        requests=request_plot_data(analysis.requests),
     )

@@ -20,6 +20,7 @@ from tftrace import __version__
 from tftrace.analysis.render.core_use_text import core_use_section, not_checked_section
 from tftrace.analysis.render.html_sections import (
     FIGURES,
+    REQUEST_FIGURES,
     breakdown_section,
     cpu_section,
     esc,
@@ -30,6 +31,7 @@ from tftrace.analysis.render.html_sections import (
     pools_section,
     python_section,
     queue_delay_section,
+    requests_section,
     run_section,
     section,
     steps_section,
@@ -51,6 +53,8 @@ SECTIONS = (
     ("figures", "Figures"),
     ("missing", "Missing"),
 )
+# A server's requests, after the core use (a loop's report has no such section).
+REQUESTS_SECTION = ("requests", "Requests")
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
@@ -96,11 +100,12 @@ def render_page(
     """
     bodies = {
         "run": run_section(analysis),
-        **_analysis_sections(analysis),
-        "figures": figures_section(images, image_dir),
+        **_analysis_sections(analysis, figures=True),
+        "figures": figures_section(images, image_dir, figures_of(analysis)),
     }
-    nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in SECTIONS)
-    sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS)
+    shown = sections_of(analysis)
+    nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in shown)
+    sections = "".join(section(a, t, bodies[a] or "") for a, t in shown)
     return page(f"tftrace report: {analysis.run.path}", f"<nav>{nav}</nav>{sections}")
 
 
@@ -122,13 +127,40 @@ def page(title: str, body: str) -> str:
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
 
-__all__ = ["CSS", "FIGURES", "SECTIONS", "analysis_fragment", "esc", "page", "render_page"]
+__all__ = [
+    "CSS",
+    "FIGURES",
+    "REQUESTS_SECTION",
+    "REQUEST_FIGURES",
+    "SECTIONS",
+    "analysis_fragment",
+    "esc",
+    "figures_of",
+    "page",
+    "render_page",
+    "sections_of",
+]
 
 
-def _analysis_sections(analysis: Analysis) -> dict[str, str]:
-    """The sections drawn from the Analysis alone, by anchor: the page's and the fragment's."""
+def sections_of(analysis: Analysis) -> tuple[tuple[str, str], ...]:
+    """The page's sections (anchor, title): ``SECTIONS``, and for a server its requests
+    right after the core use."""
+    if analysis.requests is None:
+        return SECTIONS
+    return (SECTIONS[0], REQUESTS_SECTION, *SECTIONS[1:])
+
+
+def figures_of(analysis: Analysis) -> tuple[tuple[str, str, str], ...]:
+    """The figures a report of this analysis draws: ``FIGURES``, then a server's own."""
+    return FIGURES if analysis.requests is None else (*FIGURES, *REQUEST_FIGURES)
+
+
+def _analysis_sections(analysis: Analysis, figures: bool = False) -> dict[str, str | None]:
+    """The sections drawn from the Analysis alone, by anchor: the page's and the fragment's
+    (None: not this analysis' section); ``figures``: the page has figures to point to."""
     return {
         "core-use": core_use_section(analysis),
+        "requests": requests_section(analysis, figures),
         "findings": findings_section(analysis.findings),
         "not-checked": not_checked_section(analysis),
         "pools": pools_section(analysis),
@@ -147,7 +179,9 @@ def analysis_fragment(analysis: Analysis) -> str:
     (``Analysis._repr_html_``): findings first, then pools, breakdown, queue delay, CPU truth,
     ops and steps; the styles are scoped to the fragment so they leave the notebook alone."""
     bodies = _analysis_sections(analysis)
-    sections = "".join(section(a, t, bodies[a]) for a, t in SECTIONS if a in bodies)
+    sections = "".join(
+        section(a, t, body) for a, t in sections_of(analysis) if (body := bodies.get(a)) is not None
+    )
     scoped = re.sub(r"(^|\})\s*([^{}@]+)\{", _scope, CSS)
     return (
         f'<div class="tftrace"><style>{scoped}</style>'

@@ -32,6 +32,20 @@ from tftrace.analysis.render.python_text import (
     other_thread_lines,
     title,
 )
+from tftrace.analysis.render.requests_text import (
+    BREAKDOWN_HEADERS as REQUEST_BREAKDOWN_HEADERS,
+)
+from tftrace.analysis.render.requests_text import (
+    BREAKDOWN_TITLE as REQUEST_BREAKDOWN_TITLE,
+)
+from tftrace.analysis.render.requests_text import (
+    LATENCY_HEADERS,
+    LATENCY_TITLE,
+    breakdown_rows,
+    latency_rows,
+    summary_lines,
+    window_note,
+)
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -74,6 +88,21 @@ FIGURES = (
         "Wall-time breakdown",
         "Each instant of the window in exactly one category (first match wins, see "
         "docs/analyses.md); the whole window, then each step (up to 20).",
+    ),
+)
+# A server's figures, after the others (a loop's report has neither).
+REQUEST_FIGURES = (
+    (
+        "requests_in_flight",
+        "Requests in flight over time",
+        "Mean number of requests in flight (started, not yet ended) in each bin of the "
+        "analysed window, and the requests that ended in each bin, per second.",
+    ),
+    (
+        "request_latency",
+        "Request latency distribution",
+        "Share of the window's requests per latency bin (log-spaced), per function where there "
+        "are several; the dashed lines are p50, p90 and p99 of all requests.",
     ),
 )
 
@@ -328,6 +357,35 @@ def steps_section(analysis: Analysis) -> str:
     return note(summary, "summary") + lines + table(headers, rows) + more
 
 
+def requests_section(analysis: Analysis, figures: bool = True) -> str | None:
+    """A server's requests: how many, requests/s, in flight, latency per function, where a
+    request's time went, over the analysed window (named), and links to its ``figures``
+    below; None for a loop (no section)."""
+    requests = analysis.requests
+    if requests is None:
+        return None
+    first, *rest = summary_lines(analysis)
+    links = ", ".join(
+        f'<a href="#figure-{esc(name)}">{esc(title.lower())}</a>'
+        for name, title, _ in REQUEST_FIGURES
+    )
+    return (
+        f'<p class="summary"><b>{esc(first)}</b></p>'
+        + "".join(note(line) for line in rest)
+        + note(window_note(analysis))
+        + f"<h3>{esc(LATENCY_TITLE)}</h3>"
+        + table(LATENCY_HEADERS, latency_rows(requests))
+        + f"<h3>{esc(REQUEST_BREAKDOWN_TITLE)}</h3>"
+        + table(REQUEST_BREAKDOWN_HEADERS, breakdown_rows(requests))
+        + note(
+            "Every instant of a request, from its call to its return, in exactly one "
+            "category, the first that holds: eigen wait, running, inter-op wait, python, "
+            "tf runtime (docs/analyses.md); the shares add up to 100 % of the summed latency."
+        )
+        + (f'<p class="note">Figures: {links}.</p>' if figures else "")
+    )
+
+
 def figure(name: str, title: str, caption: str, png: bytes) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (
@@ -337,16 +395,20 @@ def figure(name: str, title: str, caption: str, png: bytes) -> str:
     )
 
 
-def figures_section(images: Mapping[str, bytes], image_dir: str | None) -> str:
-    """The known figures in page order, then any other image given, by name."""
-    known = {name for name, _, _ in FIGURES}
+def figures_section(
+    images: Mapping[str, bytes],
+    image_dir: str | None,
+    figures: Sequence[tuple[str, str, str]] = FIGURES,
+) -> str:
+    """The known ``figures`` in page order, then any other image given, by name."""
+    known = {name for name, _, _ in figures}
     parts = [
         figure(name, title, caption, images[name])
-        for name, title, caption in FIGURES
+        for name, title, caption in figures
         if name in images
     ]
     parts += [figure(n, n, "", png) for n, png in images.items() if n not in known]
-    not_drawn = [title for name, title, _ in FIGURES if name not in images]
+    not_drawn = [title for name, title, _ in figures if name not in images]
     if not_drawn:
         parts.append(note("Not drawn: " + ", ".join(not_drawn) + "."))
     if image_dir:

@@ -30,7 +30,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from tftrace.analysis.analyze import Analysis
-from tftrace.analysis.render.figure_data import ReportPlotData, report_plot_data
+from tftrace.analysis.render.figure_data import (
+    ReportPlotData,
+    RequestPlotData,
+    report_plot_data,
+)
 
 WIDTH_IN = 11.0  # 1100 px at DPI: the report's content width
 DPI = 100
@@ -268,6 +272,103 @@ def draw_breakdown(bars: pd.DataFrame) -> Figure:
     return fig
 
 
+REQUEST_COLOUR = "#1f77b4"
+ENDED_COLOUR = "#2ca02c"
+PERCENTILE_STYLES = {"p50_ms": ":", "p90_ms": "--", "p99_ms": "-."}
+
+
+def draw_requests_in_flight(over_time: pd.DataFrame) -> Figure:
+    """(f) A server's requests over its window: in flight (mean per bin) above, the requests
+    that ended per second of each bin below."""
+    title = "requests over time: in flight (mean per bin) and ended per second"
+    if over_time.empty:
+        return _no_data(title, "no request in the window")
+    fig = _figure(4.2)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    t = over_time["t_s"].to_numpy()
+    width = float(t[1] - t[0]) if len(t) > 1 else 1.0
+    edges = np.r_[t, t[-1] + width]
+    flight = over_time["in_flight"].to_numpy()
+    top.stairs(flight, edges, color=REQUEST_COLOUR, fill=True, alpha=0.8)
+    top.set_ylabel("in flight")
+    top.set_ylim(bottom=0)
+    top.set_title(title, loc="left")
+    bottom.stairs(over_time["completed_per_s"].to_numpy(), edges, color=ENDED_COLOUR, fill=True)
+    bottom.set_ylabel("ended / s")
+    bottom.set_ylim(bottom=0)
+    bottom.set_xlabel(TIME_LABEL)
+    bottom.set_xlim(edges[0], edges[-1])
+    for ax in (top, bottom):
+        ax.grid(axis="y", alpha=0.3)
+    _margins(fig, NUMERIC_LEFT_PX + 8, hspace=0.12)
+    return fig
+
+
+def draw_request_latency(latency: pd.DataFrame, percentiles: pd.DataFrame) -> Figure:
+    """(g) A server's request latency: the share of requests per log-spaced bin (per function
+    where there are several), with p50, p90 and p99 of all requests."""
+    title = "request latency: share of requests per latency bin"
+    if latency.empty:
+        return _no_data(title, "no request in the window")
+    functions = list(dict.fromkeys(latency["function"].astype(str)))
+    fig = _figure(3.2)
+    ax = fig.add_subplot()
+    colours = [REQUEST_COLOUR, *POOL_COLOURS.values()]
+    for i, function in enumerate(functions):
+        rows = latency[latency["function"].astype(str) == function]
+        ax.bar(
+            rows["lo_ms"],
+            rows["fraction"],
+            width=rows["width_ms"],
+            align="edge",
+            color=colours[i % len(colours)],
+            alpha=0.85 if len(functions) == 1 else 0.5,
+            label=function if len(functions) > 1 else None,
+        )
+    every = percentiles[percentiles["function"].astype(str) == "all"]
+    labels = list(functions) if len(functions) > 1 else []
+    for column, style in PERCENTILE_STYLES.items():
+        value = every[column].iloc[0] if len(every) else None
+        if value is not None and np.isfinite(value) and value > 0:
+            name = f"{column.removesuffix('_ms')} {value:.2f} ms"
+            ax.axvline(value, color="black", linestyle=style, linewidth=1.1, label=name)
+            labels.append(name)
+    ax.set_xscale("log")
+    _plain_log_axis(ax.xaxis)
+    lo = float(latency["lo_ms"].min())
+    hi = float((latency["lo_ms"] + latency["width_ms"]).max())
+    ax.set_xlim(lo, hi)
+    ax.set_xticks(_one_two_five(lo, hi))
+    ax.set_xlabel("latency (ms, log scale)")
+    ax.set_ylabel("share of requests")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, loc="left")
+    ax.grid(alpha=0.3)
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    for text in legend.get_texts():
+        text.set_parse_math(False)  # function names come from the trace
+    _margins(fig, NUMERIC_LEFT_PX, _legend_px(fig, labels or [""]))
+    return fig
+
+
+def _one_two_five(lo: float, hi: float) -> list[float]:
+    """Ticks 1, 2, 5, 10, 20, ... between ``lo`` and ``hi``: a log axis of less than a few
+    decades has one or two powers of ten, too few to read it by."""
+    first, last = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    ticks = [m * 10.0**k for k in range(first, last + 1) for m in (1, 2, 5)]
+    return [round(t, 12) for t in ticks if lo <= t <= hi]
+
+
+def request_figures(data: RequestPlotData | None) -> dict[str, Figure]:
+    """A server's figures by name; none for a loop."""
+    if data is None:
+        return {}
+    return {
+        "requests_in_flight": draw_requests_in_flight(data.over_time),
+        "request_latency": draw_request_latency(data.latency, data.percentiles),
+    }
+
+
 def _category_colour(category: object) -> str:
     return CATEGORY_COLOURS.get(str(category), "#333333")
 
@@ -280,6 +381,7 @@ def report_figures(data: ReportPlotData) -> dict[str, Figure]:
         "timeline": draw_timeline(data.timeline),
         "queue_delay": draw_queue_delay(data.queue_delay),
         "breakdown": draw_breakdown(data.breakdown),
+        **request_figures(data.requests),
     }
 
 

@@ -21,6 +21,11 @@ What is written (tags):
   peak concurrency, utilisation, share of the cores, queue-delay percentiles; the breakdown),
   as markdown tables: one number each is no chart. The Thread pools tab (``tftrace``'s
   TensorBoard plugin) shows them with the findings, threads and figures.
+- a server's requests (``Analysis.requests``; nothing of this for a loop):
+  ``requests/in_flight`` (mean number of requests in flight per bin) and ``requests/completed``
+  (requests that ended in the bin), over the analysed window on the concurrency's bins and
+  steps; their count, requests/s, latency percentiles per function and where their time went
+  as tables in ``figures``, and the summary in ``about``.
 - ``plots/<name>``: PNG images given by the caller; ``findings`` and ``about``: markdown text.
 
 The event file is written without TensorFlow: the summary protos and plugin metadata come from
@@ -55,8 +60,9 @@ from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
+from tftrace.analysis.render import requests_text
 from tftrace.analysis.render.core_use_text import headline
-from tftrace.analysis.render.figure_data import step_concurrency
+from tftrace.analysis.render.figure_data import requests_over_time, step_concurrency
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, pool_rows
 from tftrace.analysis.render.window_text import warmup_line, window_line
 
@@ -102,6 +108,7 @@ def write_summaries(
         *figure_events(analysis, clock),
         *step_events(analysis, clock),
         *concurrency_events(analysis, clock, resolution),
+        *request_events(analysis, clock, resolution),
         *image_events(images or {}, clock),
         *finding_events(analysis.findings, clock),
     ]
@@ -141,6 +148,37 @@ def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) ->
     return events
 
 
+def request_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
+    """A server's ``requests/in_flight`` and ``requests/completed`` per bin (the concurrency's
+    bins: step = bin start in ms on the run's axis); none for a loop."""
+    if analysis.requests is None:
+        return []
+    series = requests_over_time(analysis.requests, resolution_ns=resolution_ns)
+    width = f"{resolution_ns / MS:g} ms bin"
+    descriptions = {
+        "in_flight": f"Mean number of requests in flight per {width} "
+        f"({analysis.requests.source}). Step: the bin's start, ms since the recorder started.",
+        "completed": f"Requests that ended in each {width}. Step: the bin's start, ms since the "
+        "recorder started.",
+    }
+    events: list[Any] = []
+    rows = zip(series["t_ns"], series["in_flight"], series["completed"], strict=True)
+    for i, (t_ns, flight, completed) in enumerate(rows):
+        first = i == 0
+        values = [
+            _scalar_value(
+                "requests/in_flight", float(flight), descriptions["in_flight"] if first else None
+            ),
+            _scalar_value(
+                "requests/completed", float(completed), descriptions["completed"] if first else None
+            ),
+        ]
+        events.append(
+            _event(summary_pb2.Summary(value=values), int(t_ns) // MS, clock.wall(int(t_ns)))
+        )
+    return events
+
+
 def figure_events(analysis: Analysis, clock: _Clock) -> list[Any]:
     """``figures``: the whole-window figures as markdown tables (pools, queue delay,
     breakdown), one text at step 0."""
@@ -159,11 +197,28 @@ def render_figures(analysis: Analysis) -> str:
     ]
     return "\n\n".join(
         (
+            *request_tables(analysis),
             _markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
             _markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
             _markdown_table(("category", "share of the window"), breakdown_rows),
         )
     )
+
+
+def request_tables(analysis: Analysis) -> list[str]:
+    """A server's requests as markdown: the summary over the window named, latency per
+    function (ms), where a request's time went; nothing for a loop."""
+    requests = analysis.requests
+    if requests is None:
+        return []
+    lines = [*requests_text.summary_lines(analysis), requests_text.window_note(analysis)]
+    return [
+        "\n".join(f"- {line}" for line in lines),
+        f"**{requests_text.LATENCY_TITLE}**\n\n"
+        + _markdown_table(requests_text.LATENCY_HEADERS, requests_text.latency_rows(requests)),
+        f"**{requests_text.BREAKDOWN_TITLE}**\n\n"
+        + _markdown_table(requests_text.BREAKDOWN_HEADERS, requests_text.breakdown_rows(requests)),
+    ]
 
 
 def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -243,6 +298,7 @@ def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[
         "",
         f"- analysed {window_line(analysis)}",
         *([f"- {warmup}"] if warmup else []),
+        *(f"- {line}" for line in requests_text.summary_lines(analysis)),
         *(f"- {line}" for line in (headline(analysis.core_use) if analysis.core_use else [])),
         f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
         "wall time = when it happened",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tftrace.analysis.render import python_text
+from tftrace.analysis.render import python_text, requests_text
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
@@ -72,6 +72,7 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     warmup = warmup_line(analysis.warmup)
     if warmup:
         console.print(warmup, markup=False, highlight=False)
+    _render_requests(console, analysis)
     _render_core_use(console, analysis)
     _render_findings(console, analysis.findings)
     for line in not_checked_lines(analysis):
@@ -119,6 +120,24 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
         console.print(f"  {line}", markup=False, highlight=False)
     for line in analysis.run.missing:
         console.print(f"missing: {line}", markup=False, highlight=False)
+
+
+def _render_requests(console: Console, analysis: Analysis) -> None:
+    """A server's requests, over the window of the line above: how many, requests/s, in
+    flight, latency per function and where a request's time went. Nothing for a loop."""
+    requests = analysis.requests
+    if requests is None:
+        return
+    for line in requests_text.summary_lines(analysis):
+        console.print(line, markup=False, highlight=False)
+    latency = _table(requests_text.LATENCY_TITLE, requests_text.LATENCY_HEADERS)
+    for cells in requests_text.latency_rows(requests):
+        latency.add_row(*cells)
+    console.print(latency)
+    parts = _table(requests_text.BREAKDOWN_TITLE, requests_text.BREAKDOWN_HEADERS)
+    for cells in requests_text.breakdown_rows(requests):
+        parts.add_row(*cells)
+    console.print(parts)
 
 
 def _render_core_use(console: Console, analysis: Analysis) -> None:

@@ -4,8 +4,10 @@ It is ``Analysis.to_json()`` (what ``tftrace analyze --json`` prints) with what 
 to it, in the report's own words: the core-use headline and idle causes
 (``core_use_text``), the window and warm-up lines, the run's manifest, the concurrency series and
 queue-delay distribution of the report's figures (``figure_data``), the steps with each pool's
-mean concurrency per step (at most ``MAX_POINTS`` of them, as the TensorBoard summaries), and
-the threads with their pool and evidence (``threads.thread_rows``). Nothing is computed here
+mean concurrency per step (at most ``MAX_POINTS`` of them, as the TensorBoard summaries), the
+threads with their pool and evidence (``threads.thread_rows``), and for a server its requests
+(``requests_view``: the report's lines and tables, requests in flight and completed over time,
+the latency distribution; None for a loop). Nothing is computed here
 that the Analysis does not hold. Text from the trace stays text: the page puts it into the DOM
 as text nodes, never as markup.
 """
@@ -21,12 +23,15 @@ import pandas as pd
 from tftrace import __version__
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.render import requests_text
 from tftrace.analysis.render.core_use_text import HEADERS as CAUSE_HEADERS
 from tftrace.analysis.render.core_use_text import cause_rows, headline
 from tftrace.analysis.render.figure_data import (
     SERIES_BINS,
     concurrency_stack,
+    latency_distribution,
     queue_delay_distribution,
+    requests_over_time,
     step_concurrency,
 )
 from tftrace.analysis.render.html_sections import manifest_pairs
@@ -65,7 +70,46 @@ def dashboard(analysis: Analysis) -> dict[str, Any]:
         steps={**data["steps"], **steps_figure(analysis)},  # its stats; points, not the table
         threads=threads_table(analysis),
     )
+    view = requests_view(analysis)
+    if view is not None:  # a loop's data stays as it was
+        data["requests_view"] = view
     return clean(data)
+
+
+def requests_view(analysis: Analysis) -> dict[str, Any] | None:
+    """A server's requests as the tab shows them: the report's lines (the window named), the
+    latency and breakdown tables, requests in flight and completed per bin over the window
+    (t_s since its start), and the latency distribution; None for a loop."""
+    requests = analysis.requests
+    if requests is None:
+        return None
+    over_time = requests_over_time(requests)
+    return {
+        "lines": requests_text.summary_lines(analysis),
+        "window_note": requests_text.window_note(analysis),
+        "latency": {
+            "title": requests_text.LATENCY_TITLE,
+            "headers": list(requests_text.LATENCY_HEADERS),
+            "rows": requests_text.latency_rows(requests),
+        },
+        "breakdown": {
+            "title": requests_text.BREAKDOWN_TITLE,
+            "headers": list(requests_text.BREAKDOWN_HEADERS),
+            "rows": requests_text.breakdown_rows(requests),
+        },
+        "over_time": {
+            "t_s": over_time["t_s"].tolist(),
+            "in_flight": over_time["in_flight"].tolist(),
+            "completed": over_time["completed"].tolist(),
+            "completed_per_s": over_time["completed_per_s"].tolist(),
+            "bin_s": (
+                float(over_time["t_s"].iloc[1] - over_time["t_s"].iloc[0])
+                if len(over_time) > 1
+                else None
+            ),
+        },
+        "latency_distribution": records(latency_distribution(requests)),
+    }
 
 
 def concurrency_figure(analysis: Analysis) -> dict[str, Any]:

@@ -4,7 +4,8 @@ A run is a directory whose ``manifest.json`` is a tftrace manifest (its ``kind``
 a trace; it is named as TensorBoard names runs, by its path relative to the log directory (``.``
 for the log directory itself). A run's *fingerprint* is what its analysis depends on: the size and
 modification time of every file the recorder wrote and of each verification's ``sweep.json``,
-and the tftrace version; a cached analysis is used only while its fingerprint holds.
+the tftrace version and the version of the tab's data (``DATA_FORMAT``); a cached analysis is
+used only while its fingerprint holds.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ RECORDED = (
 VERIFICATIONS = "verify*/sweep.json"
 # Folders inside a run that hold recordings' parts or tftrace's outputs, never another run.
 NOT_RUNS = frozenset({"plugins", "os_threads", "pyspy", "workload", "tftrace", "report_files"})
+# The shape of the tab's data (dashboard.py): raised when it changes, so that data cached by an
+# earlier tftrace of the same version is computed again (2: a server's requests_view).
+DATA_FORMAT = 2
 RESCAN_S = 5.0  # TensorBoard asks whether the plugin is active on every reload
 
 
@@ -109,7 +113,8 @@ class RunIndex:
 
 
 def fingerprint(path: Path) -> dict[str, Any]:
-    """The tftrace version and (relative path, size, mtime ns) of every recorded file."""
+    """The tftrace version, the tab data's format and (relative path, size, mtime ns) of every
+    recorded file."""
     files = []
     for part in RECORDED:
         target = path / part
@@ -124,4 +129,4 @@ def fingerprint(path: Path) -> dict[str, Any]:
     for file in sorted(path.glob(VERIFICATIONS)):
         stat = file.stat()
         files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
-    return {"tftrace": __version__, "files": files}
+    return {"tftrace": __version__, "format": DATA_FORMAT, "files": files}

@@ -19,6 +19,8 @@ export const CATEGORY_COLOURS = {
   "python / host": "#9467bd",
   idle: "#d9d9d9",
 };
+// A server's requests (render/plots.py's request figures).
+export const REQUEST_COLOURS = { inFlight: "#1f77b4", completed: "#2ca02c" };
 const W = 760;
 const H = 230;
 const M = { left: 56, right: 16, top: 12, bottom: 40 };
@@ -37,18 +39,22 @@ function niceTicks(lo, hi, count = 5) {
   return ticks;
 }
 
-function logTicks(lo, hi) {
+// Powers of ten, each times every multiple given ([1]: 1, 10, 100; [1, 2, 5]: 1, 2, 5, 10, ...).
+function logTicks(lo, hi, multiples = [1]) {
   const ticks = [];
-  for (let p = Math.floor(Math.log10(lo)); p <= Math.ceil(Math.log10(hi)); p++) ticks.push(10 ** p);
+  for (let p = Math.floor(Math.log10(lo)); p <= Math.ceil(Math.log10(hi)); p++) {
+    for (const m of multiples) ticks.push(m === 1 ? 10 ** p : +(m * 10 ** p).toPrecision(12));
+  }
   return ticks;
 }
 
-// A scale from data to pixels, with its ticks: linear, or log10 (for positive data).
-function scale(lo, hi, from, to, log) {
+// A scale from data to pixels, with its ticks: linear, or log10 (for positive data; ticks at
+// the powers of ten times ``multiples``).
+function scale(lo, hi, from, to, log, multiples) {
   if (log) {
     const [a, b] = [Math.log10(lo), Math.log10(hi)];
     const f = (v) => from + ((Math.log10(v) - a) / (b - a || 1)) * (to - from);
-    f.ticks = logTicks(lo, hi).filter((t) => t >= lo / 1.0001 && t <= hi * 1.0001);
+    f.ticks = logTicks(lo, hi, multiples).filter((t) => t >= lo / 1.0001 && t <= hi * 1.0001);
     return f;
   }
   const f = (v) => from + ((v - lo) / (hi - lo || 1)) * (to - from);
@@ -163,12 +169,13 @@ export function stackedBars(kind, caption, { xs, stacks, xLabel, yLabel }) {
   return figure(kind, caption, root, stacks.map((s) => [s.name, s.fill]));
 }
 
-// Bars on a log x axis: series [{name, fill, bars: [{x0, x1, y}]}], drawn over each other.
-export function logBars(kind, caption, { series, xLabel, yLabel }) {
+// Bars on a log x axis: series [{name, fill, bars: [{x0, x1, y}]}], drawn over each other;
+// ticks at the powers of ten times ``multiples`` (default [1]).
+export function logBars(kind, caption, { series, xLabel, yLabel, multiples }) {
   const bars = series.flatMap((s) => s.bars);
   const lo = Math.min(...bars.map((b) => b.x0));
   const hi = Math.max(...bars.map((b) => b.x1));
-  const x = scale(lo, hi, M.left, W - M.right, true);
+  const x = scale(lo, hi, M.left, W - M.right, true, multiples);
   const y = scale(0, extent(bars.map((b) => b.y), 0)[1] * 1.05, H - M.bottom, M.top);
   const root = frame(kind, x, y, xLabel, yLabel);
   for (const s of series) {

@@ -1,8 +1,8 @@
 // One run's tab: the sections of the HTML report, drawn from the run's JSON
-// (dashboard.py): core use, findings, pools, concurrency, queue delay, steps, breakdown,
-// threads, the run itself.
+// (dashboard.py): core use, a server's requests, findings, pools, concurrency, queue delay,
+// steps, breakdown, threads, the run itself.
 
-import { CATEGORY_COLOURS, POOL_COLOURS, colour, lineChart, logBars, stackedBars } from "./charts.js";
+import { CATEGORY_COLOURS, POOL_COLOURS, REQUEST_COLOURS, colour, lineChart, logBars, stackedBars } from "./charts.js";
 import { cssClass, el, fmt, kvTable, note, num, percent, section, table } from "./dom.js";
 
 export function runView(data) {
@@ -10,6 +10,7 @@ export function runView(data) {
     "div",
     { class: "run", "data-run": data.name },
     coreUse(data),
+    requests(data),
     findings(data),
     pools(data),
     concurrency(data),
@@ -31,6 +32,62 @@ function coreUse(data) {
     rest.map((line) => note(line)),
     causes.rows.length ? table(causes.headers, causes.rows.map(([l, s, p]) => [l, num(s), num(p)])) : null,
     data.core_use_notes.map((line) => note(line)),
+  );
+}
+
+// A server's requests over the analysed window (named): the report's lines and tables,
+// requests in flight and completed over time, the latency distribution. None for a loop.
+function requests(data) {
+  const r = data.requests_view;
+  if (!r) return null;
+  const [first, ...rest] = r.lines;
+  const textCells = (row) => row.map((cell, i) => (i === 0 ? cell : { text: cell }));
+  const t = r.over_time;
+  const charts = [];
+  if (t.t_s.length) {
+    const bin = t.bin_s ? ` (bins of ${fmt(t.bin_s * 1e3)} ms)` : "";
+    charts.push(
+      lineChart("requests-in-flight", `Mean number of requests in flight (started, not yet returned) in each bin of the analysed window${bin}.`, {
+        xs: t.t_s,
+        series: [{ name: "requests in flight", ys: t.in_flight, fill: REQUEST_COLOURS.inFlight }],
+        xLabel: "seconds since the window's start",
+        yLabel: "requests in flight",
+      }),
+      lineChart("requests-completed", `Requests that returned in each bin, per second of the bin${bin}: the throughput over time.`, {
+        xs: t.t_s,
+        series: [{ name: "requests completed / s", ys: t.completed_per_s, fill: REQUEST_COLOURS.completed }],
+        xLabel: "seconds since the window's start",
+        yLabel: "requests / s",
+      }),
+    );
+  }
+  const byFunction = {};
+  for (const b of r.latency_distribution) {
+    (byFunction[b.function] = byFunction[b.function] || []).push({ x0: b.lo_ms, x1: b.lo_ms + b.width_ms, y: b.fraction });
+  }
+  const palette = [REQUEST_COLOURS.inFlight, ...Object.values(POOL_COLOURS)];
+  const series = Object.entries(byFunction).map(([name, bars], i) => ({ name, bars, fill: palette[i % palette.length] }));
+  if (series.length) {
+    charts.push(
+      logBars("request-latency", "Share of the requests per latency bin (log-spaced), per function where there are several.", {
+        series,
+        xLabel: "latency (ms)",
+        yLabel: "share of requests",
+        multiples: [1, 2, 5], // a latency spans a decade or two: 1, 2, 5, 10 ms ...
+      }),
+    );
+  }
+  return section(
+    "requests",
+    "Requests",
+    first ? el("p", { class: "headline" }, first) : null,
+    rest.map((line) => note(line)),
+    note(r.window_note),
+    el("h3", null, r.latency.title),
+    table(r.latency.headers, r.latency.rows.map(textCells)),
+    el("h3", null, r.breakdown.title),
+    table(r.breakdown.headers, r.breakdown.rows.map(textCells)),
+    charts,
   );
 }
 

@@ -1,8 +1,9 @@
 """``tftrace export RUN --format perfetto|chrome|csv|parquet [-o PATH]``: a run for other tools.
 
 The trace formats open in a timeline viewer (one process per pool, one track per thread,
-busy slices, Record -> region flow arrows, concurrency counters); the table formats give
-the run's DataFrames to tools that do not have tftrace. Building is in
+busy slices, Record -> region flow arrows, concurrency counters, and a server's requests of
+the analysed window as slices on their calling threads); the table formats give the run's
+DataFrames (and a server's requests table) to tools that do not have tftrace. Building is in
 ``analysis/export/trace.py`` and ``analysis/export/tables.py``; this module only picks the
 output path and turns failures into one line.
 """
@@ -38,7 +39,9 @@ defaults for -o (under the run directory; for a bare .xplane.pb, the directory h
   parquet   RUN/export/parquet/           one <table>.parquet per table + schema.json
 A trace path ending in .gz is gzip-compressed, any other is plain JSON, whatever the format.
 The trace and the tables stay whole; --window only marks the analysed window (and the
-warm-up) in the trace, as slices of a "tftrace window" process at the top.
+warm-up) in the trace, as slices of a "tftrace window" process at the top. A server's
+requests are those of that window (as tftrace analyze reports them): in the trace, a slice
+each (cat "request") on its calling thread; in the tables, requests.csv (or .parquet).
 Times: the trace in microseconds, the tables in nanoseconds, both since the recorder started.
 
 A directory of hosts (DIR/<task>/, as tftrace record -o DIR/{task} writes them):
@@ -53,7 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EPILOG
     add_run_argument(parser)
-    add_window_arguments(parser, "marked in a trace (the export itself stays whole)")
+    add_window_arguments(
+        parser, "marked in a trace, and a server's requests (the export itself stays whole)"
+    )
     parser.add_argument(
         "--format",
         required=True,
@@ -83,6 +88,7 @@ def _check_output(path: Path, fmt: str) -> None:
 
 
 def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
+    from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.trace import write_run_trace
     from tftrace.analysis.export.window_marks import window_marks
 
@@ -90,15 +96,18 @@ def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
         why = "; ".join(run.missing) or "the trace holds no host events"
         raise CliError(f"export: {run.path} has no trace events to export ({why})")
     marks = window_marks(run, **window)  # first: a bad window fails before the long part
+    server = window_requests(run, **window)
     path.parent.mkdir(parents=True, exist_ok=True)
-    count, size = write_run_trace(run, path, marks)
+    count, size = write_run_trace(run, path, marks, server.requests if server else None)
     return f"{path} ({count} events, {size / 1024:.0f} KiB)"
 
 
-def _export_tables(run: Any, directory: Path, fmt: str) -> str:
+def _export_tables(run: Any, directory: Path, fmt: str, window: dict[str, Any]) -> str:
+    from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.tables import write_tables
 
-    paths = write_tables(run, directory, fmt)
+    server = window_requests(run, **window)
+    paths = write_tables(run, directory, fmt, server)
     size = sum(p.stat().st_size for p in paths)
     return f"{directory}/ ({len(paths) - 1} tables + schema.json, {size / 1024:.0f} KiB)"
 
@@ -117,7 +126,7 @@ def run(ns: argparse.Namespace) -> int:
         if ns.format in TRACE_FORMATS:
             written = _export_trace(loaded, path, window_options(ns))
         else:
-            written = _export_tables(loaded, path, ns.format)
+            written = _export_tables(loaded, path, ns.format, window_options(ns))
     except OSError as e:
         raise CliError(f"export: cannot write {e.filename or path} ({e.strerror})") from None
     print(f"wrote {written}")

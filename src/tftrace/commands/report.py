@@ -1,7 +1,8 @@
 """``tftrace report RUN [-o FILE]``: the analyses of a run as one self-contained HTML page.
 
 The page (default ``RUN/report.html``) holds the run summary, findings, every table of
-``tftrace analyze`` and five figures embedded as base64 PNG; it needs no network. The same
+``tftrace analyze`` and five figures embedded as base64 PNG (seven for a server: its requests
+in flight and their latency, with a Requests section); it needs no network. The same
 figures are written as PNG files into a folder named after the page, beside it
 (``report.html`` -> ``report_files/concurrency.png``, ...), for slides and issues.
 

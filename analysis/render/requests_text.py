@@ -1,0 +1,69 @@
+"""A server's requests in words and tables: the same lines and cells in the terminal, the HTML
+report, TensorBoard's text and the Thread pools tab (each escapes them as its medium needs).
+
+Shown only where the workload is a server (``Analysis.requests``; None for a loop, whose
+output has no requests section). Nothing is computed here: every figure is a field or a
+table of ``metrics/requests.py``'s ``Requests``; the window they cover is the Analysis' own,
+named by ``window_text.window_line``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.render.formatting import fmt
+
+if TYPE_CHECKING:
+    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.requests import Requests
+
+TITLE = "requests"
+LATENCY_TITLE = "request latency (ms)"
+LATENCY_HEADERS = ("function", "requests", "p50", "p90", "p99", "max", "mean")
+BREAKDOWN_TITLE = "where a request's time went"
+BREAKDOWN_HEADERS = ("category", "share", "mean ms")
+LATENCY_FIGURES = ("p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms")
+
+
+def summary_lines(analysis: Analysis) -> list[str]:
+    """``shape: server (tf.function serve): 402 requests in the 0.161 s window, 2498.1
+    requests/s`` and ``requests in flight: mean 3.74, peak 4``; none for a workload that is
+    no server."""
+    requests = analysis.requests
+    if requests is None:
+        return []
+    return [
+        f"shape: {analysis.shape} ({requests.source}): {len(requests.table)} requests in the "
+        f"{requests.seconds:.3f} s window, {throughput_text(requests)} requests/s",
+        f"requests in flight: mean {requests.mean_in_flight():.2f}, "
+        f"peak {requests.peak_in_flight()}",
+    ]
+
+
+def window_note(analysis: Analysis) -> str:
+    """Which window the requests were counted over, and why (the Analysis' own words)."""
+    return f"over the analysed window: {analysis.window_basis}"
+
+
+def throughput_text(requests: Requests) -> str:
+    return f"{requests.throughput:.1f}"
+
+
+def latency_rows(requests: Requests) -> list[tuple[str, ...]]:
+    """One row for all requests, then one per function where there are several (ms)."""
+    return [
+        (
+            str(r["function"]),
+            str(r["requests"]),
+            *(fmt(r[c], ".2f") for c in LATENCY_FIGURES),
+        )
+        for r in requests.latency().to_dict("records")
+    ]
+
+
+def breakdown_rows(requests: Requests) -> list[tuple[str, str, str]]:
+    """Each category's share of the summed latency, and its mean ms per request."""
+    return [
+        (str(r["category"]), f"{r['share']:.1%}", f"{r['mean_ms']:.3f}")
+        for r in requests.breakdown().to_dict("records")
+    ]
