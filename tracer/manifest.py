@@ -44,7 +44,12 @@ def initial(
     how: str = "record",
 ) -> dict[str, Any]:
     """The manifest as the run starts. ``how`` says what recorded it: ``"record"`` for
-    ``tftrace record`` / ``tftrace.record`` (``manifest_reader.Recording``)."""
+    ``tftrace record`` / ``tftrace.record`` (``manifest_reader.Recording``). A workload pinned
+    to some CPUs (``options.cpu_affinity``: a sweep's copies) has those as the host's
+    ``cpu_affinity``, the CPUs it may use, and ``recording.pinned_cpus`` says tftrace pinned it."""
+    host = host_facts()
+    if options.cpu_affinity is not None:
+        host["cpu_affinity"] = sorted(options.cpu_affinity)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": MANIFEST_KIND,
@@ -61,8 +66,9 @@ def initial(
             "how": how,
             "steps": list(options.steps) if options.steps is not None else None,
             "steps_counted": STEPS_COUNTED,
+            **({"pinned_cpus": host["cpu_affinity"]} if options.cpu_affinity is not None else {}),
         },
-        "host": host_facts(),
+        "host": host,
         "versions": {
             "python": sys.version.split()[0],
             **distribution_version(*TRACKED_DISTRIBUTIONS),

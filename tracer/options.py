@@ -80,5 +80,8 @@ class RecordOptions:
     keep_script_settings: bool = True
     # Variables set (or, with None, removed) in the workload's environment.
     env: Mapping[str, str | None] = field(default_factory=dict)
+    # Pin the workload to these CPUs from its start (before TF sizes its pools by them);
+    # None: it may use the CPUs this process may use.
+    cpu_affinity: tuple[int, ...] | None = None
     # Stream the workload's output to our terminal (it is kept in the run either way).
     echo: bool = True

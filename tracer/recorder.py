@@ -80,14 +80,27 @@ class _Interrupts:
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
+        with _ACTIVE_LOCK:
+            _ACTIVE.add(self)
         if threading.current_thread() is not threading.main_thread():
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._handle)
 
     def restore(self) -> None:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(self)
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+    def ask_stop(self) -> None:
+        """Ctrl-C for a recording on another thread, which signals never reach: the
+        workload is asked to stop, and the recording ends as an interrupted one."""
+        if self.signum is None:
+            self.signum = signal.SIGINT
+            proc = self.proc
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
 
     def _handle(self, signum: int, frame: Any) -> None:
         proc = self.proc
@@ -104,6 +117,19 @@ class _Interrupts:
             self.forced = True
             if proc is not None and proc.poll() is None:
                 proc.kill()
+
+
+_ACTIVE: set[_Interrupts] = set()  # the recordings under way in this process
+_ACTIVE_LOCK = threading.Lock()
+
+
+def interrupt_recordings() -> None:
+    """Ask every workload this process is recording to stop, as Ctrl-C does: for recordings
+    run on threads other than the main one (a sweep's copies run at once)."""
+    with _ACTIVE_LOCK:
+        active = list(_ACTIVE)
+    for interrupts in active:
+        interrupts.ask_stop()
 
 
 def record(options: RecordOptions) -> RecordResult:
@@ -149,7 +175,7 @@ def record(options: RecordOptions) -> RecordResult:
     interrupts = _Interrupts()
     interrupts.install()
     try:
-        proc = _launch_workload(run, env, ready_w)
+        proc = _launch_workload(run, env, ready_w, options.cpu_affinity)
         os.close(ready_w)
         interrupts.proc = proc
         if interrupts.signum is not None:  # a signal arrived before the child existed
@@ -208,16 +234,31 @@ def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[st
     }
 
 
-def _launch_workload(run: RunDir, env: dict[str, str], ready_fd: int) -> subprocess.Popen[bytes]:
+def _launch_workload(
+    run: RunDir, env: dict[str, str], ready_fd: int, cpus: tuple[int, ...] | None = None
+) -> subprocess.Popen[bytes]:
+    """The workload's process; pinned to ``cpus`` from its first instruction when given.
+
+    Linux keeps a CPU affinity per thread, and a new process inherits the one of the thread
+    that forks it: this thread takes the workload's CPUs for the moment of the fork and then
+    its own back. So the pinning is in place before the exec (TF sizes its pools by it), with
+    no Python code run in the child (``preexec_fn`` is unsafe beside other threads)."""
     config = str((run / rundir.CHILD_CONFIG).resolve())
-    return subprocess.Popen(
-        [sys.executable, "-m", "tftrace.tracer.child.bootstrap", config],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(ready_fd,),
-        env=env,
-        start_new_session=True,  # our Ctrl-C handling decides what the workload receives
-    )
+    own = os.sched_getaffinity(0) if cpus is not None else None
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tftrace.tracer.child.bootstrap", config],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(ready_fd,),
+            env=env,
+            start_new_session=True,  # our Ctrl-C handling decides what the workload receives
+        )
+    finally:
+        if own is not None:
+            os.sched_setaffinity(0, own)
 
 
 def _start_pyspy(

@@ -3,8 +3,9 @@
 Like a Python slice: steps are counted from 0 and B is left out, so ``100:120`` records
 steps 100 to 119 (20 steps); ``100:`` runs from step 100 to the end of the workload and
 ``:20`` from its first step. A step is what the analysis and the step timer call one: an
-outermost ``tf.function`` call or ``tf.profiler.experimental.Trace(..., step_num=...)``
-block on the workload's main thread (calls nested inside one are part of it).
+outermost ``tf.function`` call (or a ConcreteFunction's: a SavedModel signature) or
+``tf.profiler.experimental.Trace(..., step_num=...)`` block on the workload's main thread
+(calls nested inside one are part of it).
 """
 
 from __future__ import annotations

@@ -60,10 +60,15 @@ class Work:
 
     def warmup_end(self, calls: int = 1) -> int | None:
         """When the warm-up ends: the latest end of each function's first ``calls`` calls
-        (the first traces and builds), on whichever thread made them; None without units."""
-        if self.units.empty:
+        (the first traces and builds), on whichever thread made them. A function called no
+        more than ``calls`` times (a set-up, a final export) has only warm-up calls and does
+        not move the end (the sweep's timing agrees, ``sweep/timing.py``); None when no
+        function is called more often."""
+        counts = self.units["name"].value_counts()
+        serving = self.units[self.units["name"].isin(counts.index[counts > calls])]
+        if serving.empty:
             return None
-        firsts = self.units.sort_values("start_ns").groupby("name", observed=True).head(calls)
+        firsts = serving.sort_values("start_ns").groupby("name", observed=True).head(calls)
         return int(firsts["end_ns"].max())
 
 

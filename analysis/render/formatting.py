@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -48,3 +49,12 @@ def pool_rows(pools: pd.DataFrame) -> list[tuple[str, ...]]:
         )
         for r in pools.itertuples()
     ]
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A markdown table; '|' in a cell (a name from the trace) is escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), line(["---"] * len(headers)), *map(line, rows)])

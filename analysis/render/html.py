@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tftrace import __version__
 from tftrace.analysis.render.core_use_text import core_use_section, not_checked_section
+from tftrace.analysis.render.html_requests import requests_section
 from tftrace.analysis.render.html_sections import (
     FIGURES,
     REQUEST_FIGURES,
@@ -31,7 +32,6 @@ from tftrace.analysis.render.html_sections import (
     pools_section,
     python_section,
     queue_delay_section,
-    requests_section,
     run_section,
     section,
     steps_section,

@@ -32,20 +32,6 @@ from tftrace.analysis.render.python_text import (
     other_thread_lines,
     title,
 )
-from tftrace.analysis.render.requests_text import (
-    BREAKDOWN_HEADERS as REQUEST_BREAKDOWN_HEADERS,
-)
-from tftrace.analysis.render.requests_text import (
-    BREAKDOWN_TITLE as REQUEST_BREAKDOWN_TITLE,
-)
-from tftrace.analysis.render.requests_text import (
-    LATENCY_HEADERS,
-    LATENCY_TITLE,
-    breakdown_rows,
-    latency_rows,
-    summary_lines,
-    window_note,
-)
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -355,35 +341,6 @@ def steps_section(analysis: Analysis) -> str:
     more = note(f"{which}, slowest first; every step is in the JSON (tftrace analyze --json).")
     headers = ("step", "start s", "duration ms", *CATEGORIES)
     return note(summary, "summary") + lines + table(headers, rows) + more
-
-
-def requests_section(analysis: Analysis, figures: bool = True) -> str | None:
-    """A server's requests: how many, requests/s, in flight, latency per function, where a
-    request's time went, over the analysed window (named), and links to its ``figures``
-    below; None for a loop (no section)."""
-    requests = analysis.requests
-    if requests is None:
-        return None
-    first, *rest = summary_lines(analysis)
-    links = ", ".join(
-        f'<a href="#figure-{esc(name)}">{esc(title.lower())}</a>'
-        for name, title, _ in REQUEST_FIGURES
-    )
-    return (
-        f'<p class="summary"><b>{esc(first)}</b></p>'
-        + "".join(note(line) for line in rest)
-        + note(window_note(analysis))
-        + f"<h3>{esc(LATENCY_TITLE)}</h3>"
-        + table(LATENCY_HEADERS, latency_rows(requests))
-        + f"<h3>{esc(REQUEST_BREAKDOWN_TITLE)}</h3>"
-        + table(REQUEST_BREAKDOWN_HEADERS, breakdown_rows(requests))
-        + note(
-            "Every instant of a request, from its call to its return, in exactly one "
-            "category, the first that holds: eigen wait, running, inter-op wait, python, "
-            "tf runtime (docs/analyses.md); the shares add up to 100 % of the summed latency."
-        )
-        + (f'<p class="note">Figures: {links}.</p>' if figures else "")
-    )
 
 
 def figure(name: str, title: str, caption: str, png: bytes) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.render.formatting import fmt
+from tftrace.analysis.render.formatting import fmt, markdown_table
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -66,4 +66,18 @@ def breakdown_rows(requests: Requests) -> list[tuple[str, str, str]]:
     return [
         (str(r["category"]), f"{r['share']:.1%}", f"{r['mean_ms']:.3f}")
         for r in requests.breakdown().to_dict("records")
+    ]
+
+
+def markdown_tables(analysis: Analysis) -> list[str]:
+    """A server's requests as markdown (TensorBoard's text): the summary over the window
+    named, latency per function (ms), where a request's time went; nothing for a loop."""
+    requests = analysis.requests
+    if requests is None:
+        return []
+    lines = [*summary_lines(analysis), window_note(analysis)]
+    return [
+        "\n".join(f"- {line}" for line in lines),
+        f"**{LATENCY_TITLE}**\n\n" + markdown_table(LATENCY_HEADERS, latency_rows(requests)),
+        f"**{BREAKDOWN_TITLE}**\n\n" + markdown_table(BREAKDOWN_HEADERS, breakdown_rows(requests)),
     ]

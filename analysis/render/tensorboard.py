@@ -63,7 +63,7 @@ from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
 from tftrace.analysis.render import requests_text
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.figure_data import requests_over_time, step_concurrency
-from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, pool_rows
+from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, markdown_table, pool_rows
 from tftrace.analysis.render.window_text import warmup_line, window_line
 
 SUBDIR = "tftrace"
@@ -197,37 +197,12 @@ def render_figures(analysis: Analysis) -> str:
     ]
     return "\n\n".join(
         (
-            *request_tables(analysis),
-            _markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
-            _markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
-            _markdown_table(("category", "share of the window"), breakdown_rows),
+            *requests_text.markdown_tables(analysis),
+            markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
+            markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
+            markdown_table(("category", "share of the window"), breakdown_rows),
         )
     )
-
-
-def request_tables(analysis: Analysis) -> list[str]:
-    """A server's requests as markdown: the summary over the window named, latency per
-    function (ms), where a request's time went; nothing for a loop."""
-    requests = analysis.requests
-    if requests is None:
-        return []
-    lines = [*requests_text.summary_lines(analysis), requests_text.window_note(analysis)]
-    return [
-        "\n".join(f"- {line}" for line in lines),
-        f"**{requests_text.LATENCY_TITLE}**\n\n"
-        + _markdown_table(requests_text.LATENCY_HEADERS, requests_text.latency_rows(requests)),
-        f"**{requests_text.BREAKDOWN_TITLE}**\n\n"
-        + _markdown_table(requests_text.BREAKDOWN_HEADERS, requests_text.breakdown_rows(requests)),
-    ]
-
-
-def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A markdown table; '|' in a cell (a name from the trace) is escaped."""
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    return "\n".join([line(headers), line(["---"] * len(headers)), *map(line, rows)])
 
 
 def step_points(table: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:

@@ -7,9 +7,17 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from tftrace.analysis.sweep.stats import MIN_REPEATS, label, setting_key
+from tftrace.analysis.sweep.timing import Objective
 
 if TYPE_CHECKING:
     from tftrace.analysis.sweep.result import SweepResult
+
+
+def measure_words(result: SweepResult) -> str:
+    """What decided, in words: ``throughput (requests/s)``, ``p99 latency``..."""
+    if result.objective is Objective.THROUGHPUT:
+        return f"throughput ({result.objective.words(result.server)})"
+    return result.objective.words()
 
 
 def _why(result: SweepResult, rows: list[pd.Series]) -> str | None:
@@ -30,6 +38,8 @@ def _why(result: SweepResult, rows: list[pd.Series]) -> str | None:
 
 def recommendation(result: SweepResult) -> list[str]:
     """The verdict in sentences, most important first."""
+    if result.shows_latency:
+        return _by_objective(result)
     t, v = result.table, result.verdict
     pick, fastest = t.loc[v.recommended], t.loc[v.fastest]
     base = t[t["is_baseline"]].iloc[0]
@@ -64,6 +74,60 @@ def recommendation(result: SweepResult) -> list[str]:
     if v.slower:
         names = ", ".join(label(t.loc[i]) for i in v.slower)
         lines.append(f"Slower beyond noise than {label(pick)}: {names}.")
+    why = _why(result, [base, pick])
+    if why:
+        lines.append(f"Why: {why}")
+    return lines
+
+
+def _by_objective(result: SweepResult) -> list[str]:
+    """The verdict of a server (or instances, or a latency objective) in sentences, which
+    name the objective: requests/s, steps/s or a latency percentile."""
+    t, v = result.table, result.verdict
+    pick, best = t.loc[v.recommended], t.loc[v.fastest]
+    base = t[t["is_baseline"]].iloc[0]
+    goal = result.objective
+    what = goal.words(result.server)  # "requests/s", "steps/s", "p99 latency"
+
+    def gain(row: pd.Series) -> str:
+        if goal is Objective.THROUGHPUT:
+            said = f"{row['speedup']:.2f}x the {what} of {label(base)}"
+        else:
+            said = (
+                f"{what} {row['median_s'] * 1e3:.3g} ms against {base['median_s'] * 1e3:.3g} ms "
+                f"for {label(base)}, {row['speedup']:.2f}x lower"
+            )
+        return f"{said} ({row['speedup_lo']:.2f}-{row['speedup_hi']:.2f}x across the repeats)"
+
+    lines: list[str] = []
+    if v.kind == "too-few-runs":
+        lines.append(
+            f"Only {int(t['runs'].min())} run(s) per setting: too few to tell a difference "
+            f"from noise (use --repeat {MIN_REPEATS} or more). Best median {what}: "
+            f"{label(best)}."
+        )
+    elif v.kind == "no-difference":
+        lines.append(
+            f"No significant difference in {what}, the objective: no setting beats the "
+            f"baseline ({label(base)}) beyond the run-to-run spread"
+            + (
+                f" (the best median, {label(best)}, is {best['speedup']:.2f}x, within noise)."
+                if v.fastest != v.recommended
+                else "."
+            )
+            + f" Keep {label(base)}."
+        )
+    else:
+        lines.append(f"Use {label(pick)}: {gain(pick)}; objective: {measure_words(result)}.")
+        others = [label(t.loc[i]) for i in v.tied if i != v.recommended]
+        if others:
+            lines.append(
+                f"{', '.join(others)}: as good within noise, with at least as many copies "
+                "and threads."
+            )
+    if v.slower:
+        names = ", ".join(label(t.loc[i]) for i in v.slower)
+        lines.append(f"Worse beyond noise than {label(pick)} on {what}: {names}.")
     why = _why(result, [base, pick])
     if why:
         lines.append(f"Why: {why}")

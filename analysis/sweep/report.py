@@ -9,10 +9,16 @@ import pandas as pd
 
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.formatting import fmt, is_missing
-from tftrace.analysis.sweep.recommendation import recommendation
-from tftrace.analysis.sweep.result import SweepResult
-from tftrace.analysis.sweep.stats import label, setting_key
+from tftrace.analysis.sweep.recommendation import measure_words, recommendation
+from tftrace.analysis.sweep.result import SweepResult, copies_of
+from tftrace.analysis.sweep.stats import FIGURE_COLUMNS, label, setting_key, setting_of
+from tftrace.analysis.sweep.timing import Objective
 from tftrace.tracer.sweep import SWEEP_KIND
+
+
+def _rate_name(result: SweepResult) -> str:
+    """``per_s`` as the JSON names it: requests per second for a server, else steps."""
+    return "requests_per_s" if result.server else "steps_per_s"
 
 
 def render(result: SweepResult) -> None:
@@ -21,16 +27,27 @@ def render(result: SweepResult) -> None:
 
     console = make_console()
     recorded = bool(result.recorded)
+    latency = result.shows_latency
 
     console.print(
         f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · timed: "
-        + "; ".join(result.bases),
+        + "; ".join(result.bases)
+        + (f" · decided by: {measure_words(result)}" if latency else ""),
         markup=False,
         highlight=False,
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ["", "intra", "inter", "n", result.unit, "±", "speedup", "CPU"]
-    if recorded:
+    rate = "req/s" if result.server else "steps/s"
+    if latency:
+        star = {Objective.THROUGHPUT: rate, Objective.P50: "p50 ms", Objective.P99: "p99 ms"}
+        shown = [rate, "p50 ms", "p99 ms"]
+        shown = [f"{c}*" if c == star[result.objective] else c for c in shown]
+        pinned = ["copies"] if result.instances else []
+        columns = ["", *pinned, "intra", "inter", "n", *shown, "±", "gain", "CPU"]
+    # A server's table is wide already: its recorded runs are told in lines below it.
+    recorded_columns = recorded and not latency
+    if recorded_columns:
         columns += ["intra c", "inter c", "main finding"]
     for i, c in enumerate(columns):
         if c == "main finding":  # finding ids are up to ~30 characters: keep them whole
@@ -52,7 +69,22 @@ def render(result: SweepResult) -> None:
             f"{r['speedup']:.2f}x",
             fmt(r["cpu_util"], ".0%"),
         ]
-        if recorded:
+        if latency:
+            pinned = [f"{int(r['instances'])}x{int(r['cores'])}"] if result.instances else []
+            cells = [
+                tag,
+                *pinned,
+                _pool_value(r["intra"]),
+                _pool_value(r["inter"]),
+                str(int(r["runs"])),
+                fmt(r["per_s"], ".4g"),
+                fmt(r["p50_ms"], ".3g"),
+                fmt(r["p99_ms"], ".3g"),
+                f"{r['spread'] / 2:.1%}",
+                f"{r['speedup']:.2f}x",
+                fmt(r["cpu_util"], ".0%"),
+            ]
+        if recorded_columns:
             view = result.recorded.get(setting_key(r))
             cells += [
                 fmt(view.intra_concurrency if view else None, ".2f"),
@@ -61,14 +93,55 @@ def render(result: SweepResult) -> None:
             ]
         table.add_row(*cells)
     console.print(table)
+    if latency:
+        what = "requests" if result.server else "steps"
+        note = (
+            f"n runs · {rate}, p50, p99 (ms): medians over the runs, of the {what} that ended "
+            "after the warm-up"
+            + (
+                "; with instances, the copies' rates summed and their latencies pooled"
+                if result.instances
+                else ""
+            )
+            + (" · copies: instances x cores each" if result.instances else "")
+            + " · *: the objective, which decides · ±: half its min-max range · gain: on the "
+            "objective, against the baseline (above 1: better) · CPU: process CPU / "
+            "(span x CPUs)"
+        )
+    else:
+        note = (
+            f"n runs · {result.unit}: their median · ±: half their min-max range · speedup: "
+            "baseline median / median · CPU: process CPU / (span x CPUs)"
+        )
     console.print(
-        f"n runs · {result.unit}: their median · ±: half their min-max range · speedup: "
-        "baseline median / median · CPU: process CPU / (span x CPUs)"
-        + (" · c: mean pool concurrency in the recorded run" if recorded else ""),
+        note + (" · c: mean pool concurrency in the recorded run" if recorded_columns else ""),
         markup=False,
         highlight=False,
         style="dim",
     )
+    if recorded and not recorded_columns:
+        for _, r in result.table.iterrows():
+            view = result.recorded.get(setting_key(r))
+            if view is None:
+                continue
+            finding = view.finding.id if view.finding else "none"
+            console.print(
+                f"recorded run of {label(r)}: main finding {finding}; mean pool concurrency "
+                f"intra {fmt(view.intra_concurrency, '.2f')}, inter "
+                f"{fmt(view.inter_concurrency, '.2f')}",
+                markup=False,
+                highlight=False,
+            )
+    for key, copies in copies_of(result).items():
+        if len(copies) < 2:
+            continue
+        (row,) = [r for _, r in result.table.iterrows() if setting_key(r) == key]
+        each = "; ".join(
+            f"CPU {','.join(map(str, c['cpus']))}: {fmt(c['per_s'], '.4g')} {rate}, "
+            f"p50 {fmt(c['p50_ms'], '.3g')}, p99 {fmt(c['p99_ms'], '.3g')} ms"
+            for c in copies
+        )
+        console.print(f"{label(row)}, each copy: {each}", markup=False, highlight=False)
     for w in result.warnings:
         console.print(f"warning: {w}", markup=False, highlight=False)
     for line in recommendation(result):
@@ -100,19 +173,47 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
         return [{k: _clean(v) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
     v = result.verdict
-    table = records(result.table)
-    for row in table:
-        view = result.recorded.get((row["intra"], row["inter"]))
+    latency = result.shows_latency
+    rate = _rate_name(result)
+
+    def shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A plain loop's rows as they always were; else ``per_s`` named by what it counts."""
+        if not latency:
+            drop = {*FIGURE_COLUMNS, "server"}
+            return [{k: x for k, x in row.items() if k not in drop} for row in rows]
+        names = {"per_s": rate, **({"steps": "requests"} if result.server else {})}
+        return [{names.get(k, k): x for k, x in row.items()} for row in rows]
+
+    table = shown(records(result.table))
+    copies = copies_of(result)
+    for row, (_, r) in zip(table, result.table.iterrows(), strict=True):
+        if setting_key(r) in copies:
+            row["copies"] = shown(copies[setting_key(r)])
+        view = result.recorded.get(setting_key(r))
         if view is not None:
             row["intra_concurrency"] = view.intra_concurrency
             row["inter_concurrency"] = view.inter_concurrency
             row["main_finding"] = view.finding.id if view.finding else None
             row["concurrency_over"] = view.concurrency_over
             row["recorded_run"] = where(view.path)
-    return {
+    runs = shown(records(result.runs.drop(columns=["intra_calls", "inter_calls"])))
+    for run in runs:
+        run["path"] = where(run["path"])
+        if isinstance(run.get("copies"), list):
+            run["copies"] = [{**c, "path": where(c["path"])} for c in shown(run["copies"])]
+    head: dict[str, Any] = {
         "target": result.target,
         "cpus": result.cpus,
         "unit": result.unit,
+    }
+    if latency:
+        head.update(
+            workload="server" if result.server else "loop",
+            objective=result.objective.value,
+            decided_by=measure_words(result),
+        )
+    return {
+        **head,
         "timed": result.bases,
         "settings": table,
         "verdict": {
@@ -124,10 +225,7 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
             "text": recommendation(result),
         },
         "warnings": result.warnings,
-        "runs": [
-            {**row, "path": where(row["path"])}
-            for row in records(result.runs.drop(columns=["intra_calls", "inter_calls"]))
-        ],
+        "runs": runs,
     }
 
 
@@ -143,7 +241,10 @@ def document(result: SweepResult) -> dict[str, Any]:
 
 
 def _setting(row: dict[str, Any]) -> dict[str, Any]:
-    return {"intra": row["intra"], "inter": row["inter"]}
+    out = {"intra": row["intra"], "inter": row["inter"]}
+    if "instances" in row:
+        out.update(instances=row["instances"], cores=row["cores"])
+    return out
 
 
 def plot(result: SweepResult, path: Path) -> Path:
@@ -155,6 +256,8 @@ def plot(result: SweepResult, path: Path) -> Path:
 
     t = result.table
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    if result.instances:
+        return _plot_instances(result, path, fig, ax, plt)
     x_of = t["intra"].astype("Float64").fillna(0).replace(0, result.cpus).astype(float)
     for inter, rows in t.assign(x=x_of).groupby(t["inter"].astype("string").fillna("default")):
         rows = rows.sort_values("x")
@@ -173,7 +276,46 @@ def plot(result: SweepResult, path: Path) -> Path:
     ax.axvline(result.cpus, color="black", linewidth=0.8, linestyle="--")
     ax.text(result.cpus, ax.get_ylim()[1], f" {result.cpus} CPUs", va="top", fontsize=8)
     ax.set_xlabel("intra-op threads")
-    ax.set_ylabel(f"speedup over {label(base)}")
+    if result.shows_latency:
+        ax.set_ylabel(f"gain in {measure_words(result)} over {label(base)}")
+    else:
+        ax.set_ylabel(f"speedup over {label(base)}")
+    ax.set_xticks(xs)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _plot_instances(result: SweepResult, path: Path, fig: Any, ax: Any, plt: Any) -> Path:
+    """The gain on the objective against the instance count, one line per pool setting
+    (by its place among each count's settings), with the no-gain line."""
+    t = result.table.assign(n=result.table.groupby("instances").cumcount())
+    for _, rows in t.groupby("n"):
+        rows = rows.sort_values("instances")
+        shared = (rows["intra"] == rows["cores"]).all() and (rows["inter"] == rows["cores"]).all()
+        first = setting_of(rows.iloc[0])
+        pools = (
+            "pools = each copy's cores"
+            if shared
+            else f"intra {_pool_value(first.intra)} · inter {_pool_value(first.inter)}"
+        )
+        ax.errorbar(
+            rows["instances"].astype(float),
+            rows["speedup"],
+            yerr=[rows["speedup"] - rows["speedup_lo"], rows["speedup_hi"] - rows["speedup"]],
+            marker="o",
+            capsize=3,
+            label=pools,
+        )
+    xs = sorted({int(k) for k in t["instances"]})
+    ax.plot(xs, [1.0] * len(xs), ":", color="grey", label="no gain")
+    base = t[t["is_baseline"]].iloc[0]
+    ax.set_xlabel("instances (copies at once, each on its own cores)")
+    ax.set_ylabel(f"gain in {measure_words(result)}")
+    ax.set_title(f"against {label(base)}", fontsize=9)
     ax.set_xticks(xs)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

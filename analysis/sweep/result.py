@@ -1,8 +1,8 @@
-"""From a sweep's runs to its result: timings, effective settings, verdict, warnings and why.
+"""From a sweep's runs to its result: effective settings, verdict, warnings and why.
 
-Inputs are the timed runs' records (``TimedRun``: the run directory, the setting asked for,
-what the parent measured), so that this module never runs anything; ``tftrace.sweep`` and the
-tests feed it, and ``load_sweep`` rebuilds them from a finished sweep directory.
+Inputs are the timed runs' rows (``runs.time_run`` / ``runs.time_copies``: each timed from its
+files), so that this module never runs anything; ``tftrace.sweep`` and the tests feed it, and
+``load_sweep`` rebuilds them from a finished sweep directory.
 """
 
 from __future__ import annotations
@@ -14,23 +14,25 @@ from typing import Any
 
 import pandas as pd
 
+from tftrace.analysis.sweep.runs import POOLS, time_copies, time_run, usable_cpus
 from tftrace.analysis.sweep.stats import (
+    FIGURE_COLUMNS,
     Verdict,
     beyond_cpus,
     label,
     label_of,
-    setting_key,
+    setting_of,
     summarize,
     verdict,
 )
-from tftrace.analysis.sweep.timing import Measure, measure, steps_frame
+from tftrace.analysis.sweep.timing import LATENCY_COLUMNS, Measure, Objective, as_objective
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import Manifest
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting, TimedRun
 
-POOLS = {"intra": "intra_op", "inter": "inter_op"}
-SETTERS = {key: f"set_{pool}_parallelism_threads" for key, pool in POOLS.items()}
+# Copies whose windows share less than this of the longest one did not run at once.
+TOGETHER = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,14 @@ class SweepResult:
     row per timed run; ``verdict`` indexes ``table``. ``recommended`` is the setting to use
     and ``recommendation`` says why in sentences. ``output`` is the sweep directory (with
     ``sweep.json`` and ``speedup.png``), ``options`` what the sweep was asked, as written there.
+
+    ``median_s`` (and each run's ``time_s``) is the ``objective``'s figure, lower is better:
+    seconds per step (a server's request) for throughput, else the latency percentile in
+    seconds; ``speedup`` is the baseline's over it. Both tables also have ``per_s`` (steps or
+    requests per second) and ``p50_ms``, ``p90_ms``, ``p99_ms``, ``max_ms`` (their latency);
+    ``server`` says the runs were timed as a server. With instances (``tftrace sweep
+    --instances``) a run is a setting's copies at once: ``per_s`` is their sum, the latencies
+    are over all their requests, and ``copies`` has each copy's own.
     Example::
 
         result = tftrace.sweep("train.py", intra=[1, 2, 4])
@@ -67,16 +77,30 @@ class SweepResult:
     table: pd.DataFrame
     verdict: Verdict
     warnings: list[str]
-    recorded: dict[tuple[int | None, int | None], RecordedView] = field(default_factory=dict)
+    # By ``Setting.key()``: (intra, inter), with the instances when the sweep ran copies.
+    recorded: dict[tuple[int | None, ...], RecordedView] = field(default_factory=dict)
     output: Path | None = None  # the sweep directory, once written
     options: dict[str, Any] = field(default_factory=dict)  # sweep.json's "options"
     created: str | None = None  # when sweep.json was written (ISO 8601)
+    objective: Objective = Objective.THROUGHPUT  # what the runs are compared by
+    server: bool = False  # the runs were timed as a server (requests on several threads)
 
     @property
     def recommended(self) -> Setting:
         """The setting to use: the fastest beyond noise, else the baseline (or, with too few
         runs to judge, the fastest median)."""
-        return Setting(*setting_key(self.table.loc[self.verdict.recommended]))
+        return setting_of(self.table.loc[self.verdict.recommended])
+
+    @property
+    def instances(self) -> bool:
+        """Whether the sweep ran settings as several copies at once (``--instances``)."""
+        return "instances" in self.table.columns
+
+    @property
+    def shows_latency(self) -> bool:
+        """Whether the table shows rates and latencies: a server, instances, or an objective
+        other than throughput. A loop compared by throughput shows its time per step only."""
+        return self.server or self.instances or self.objective is not Objective.THROUGHPUT
 
     @property
     def recommendation(self) -> list[str]:
@@ -86,41 +110,24 @@ class SweepResult:
         return recommendation(self)
 
 
-def usable_cpus(manifest: Manifest) -> int:
-    """``Manifest.usable_cpus`` of a run; 1 when it does not say."""
-    return manifest.usable_cpus or 1
-
-
-def time_run(facts: TimedRun, how: Measure, marker: str | None, warmup: int = 1) -> dict[str, Any]:
-    """One row of the runs table: the timing and the pool sizes the run really had."""
-    steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
-    report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
-    timing = measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
-    manifest = facts.manifest
-    cpus = usable_cpus(facts.manifest)
-    row: dict[str, Any] = {
-        "intra": facts.setting.intra,
-        "inter": facts.setting.inter,
-        "round": facts.round,
-        "time_s": timing.per_unit,
-        "span_s": timing.seconds,
-        "steps": timing.steps,
-        "cpu_util": (
-            timing.cpu_seconds / (timing.seconds * cpus)
-            if timing.cpu_seconds is not None and timing.seconds > 0
-            else None
-        ),
-        "basis": timing.basis,
-        "wall_s": facts.wall_s,
-        "process_cpu_s": facts.cpu_s,
-        "path": str(facts.path),
-    }
-    for key, pool in POOLS.items():
-        calls = manifest.workload.setter_calls
-        row[f"{key}_effective"] = manifest.pool(pool).size
-        row[f"{key}_source"] = manifest.pool(pool).source
-        row[f"{key}_calls"] = [c.to_json() for c in calls if c.setter == SETTERS[key]]
-    return row
+def copies_of(result: SweepResult) -> dict[tuple[int | None, ...], list[dict[str, Any]]]:
+    """Per setting with instances (by ``Setting.key()``), each copy's figures: its CPUs
+    (from the first round) and the medians over the rounds of its ``per_s`` and latency."""
+    if "copies" not in result.runs.columns:
+        return {}
+    keys = [setting_of(r).key() for _, r in result.runs.iterrows()]
+    out: dict[tuple[int | None, ...], list[dict[str, Any]]] = {}
+    for key in dict.fromkeys(keys):
+        mine = result.runs[[k == key for k in keys]]
+        frame = pd.DataFrame([c for copies in mine["copies"] for c in copies])
+        figures = frame[["per_s", *LATENCY_COLUMNS]].apply(pd.to_numeric, errors="coerce")
+        medians = figures.groupby(frame["copy"], sort=True).median()
+        cpus = frame.groupby("copy", sort=True)["cpus"].first()
+        out[key] = [
+            {"copy": int(i), "cpus": list(cpus.loc[i]), **medians.loc[i].to_dict()}
+            for i in medians.index
+        ]
+    return out
 
 
 def ignored_setters_warning(runs: pd.DataFrame) -> list[str]:
@@ -188,13 +195,21 @@ def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
 def build(
     rows: Sequence[dict[str, Any]],
     cpus: int,
-    baseline: tuple[int | None, int | None],
+    baseline: tuple[int | None, ...],
     target: list[str],
+    objective: Objective | str = Objective.THROUGHPUT,
 ) -> SweepResult:
-    """The result from the runs' rows, as ``time_run`` gives them."""
+    """The result from the runs' rows, as ``time_run`` (or ``time_copies``) gives them;
+    ``baseline`` is the baseline's ``Setting.key()``."""
+    objective = as_objective(objective)
     runs = pd.DataFrame(rows)
-    runs["intra"] = runs["intra"].astype("Int64")
-    runs["inter"] = runs["inter"].astype("Int64")
+    for key in ("intra", "inter", "instances", "cores"):
+        if key in runs.columns:
+            runs[key] = runs[key].astype("Int64")
+    for name in FIGURE_COLUMNS:
+        if name in runs.columns:
+            runs[name] = pd.to_numeric(runs[name], errors="coerce")
+    server = bool("server" in runs.columns and runs["server"].fillna(False).astype(bool).any())
     table = summarize(runs, baseline)
     warnings = override_warnings(runs, cpus)
     for i in beyond_cpus(table, cpus):
@@ -206,7 +221,39 @@ def build(
     if len(bases) > 1:
         warnings.append("runs were timed differently: " + "; ".join(bases))
     unit = "s/step" if runs["steps"].notna().all() else "s"
-    return SweepResult(target, cpus, unit, bases, runs, table, verdict(table, cpus), warnings)
+    if objective is not Objective.THROUGHPUT:
+        unit = f"s ({objective.words()})"
+    elif server:
+        unit = "s/request"
+    if "together" in runs.columns:
+        apart = runs[pd.to_numeric(runs["together"], errors="coerce") < TOGETHER]
+        if len(apart):
+            least = float(pd.to_numeric(apart["together"]).min())
+            warnings.append(
+                f"in {len(apart)} run(s) the copies' windows overlapped for as little as "
+                f"{least:.0%} of the longest one: their summed rate counts copies that did not "
+                "all run at once (give the workload more requests or steps)"
+            )
+    if "instances" in runs.columns:
+        pairs = zip(table["instances"], table["cores"], strict=True)
+        left = {int(k): cpus - int(k) * int(c) for k, c in pairs}
+        for k, n in left.items():
+            if n:
+                warnings.append(
+                    f"{cpus} CPUs do not split evenly into {k} copies: {n} CPU(s) stay unused"
+                )
+    return SweepResult(
+        target,
+        cpus,
+        unit,
+        bases,
+        runs,
+        table,
+        verdict(table, cpus),
+        warnings,
+        objective=objective,
+        server=server,
+    )
 
 
 def recorded_view(path: Path) -> RecordedView:
@@ -258,35 +305,62 @@ def load_sweep(path: Path) -> SweepResult:
     if data is None or data.get("kind") != SWEEP_KIND:
         raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
     options = data.get("options") or {}
-    facts = []
+    groups: list[list[TimedRun]] = []
     for r in data.get("runs") or []:
-        run_path = path / r["path"]
-        manifest = rundir.read_json_or_none(run_path / rundir.MANIFEST)
-        if manifest is None:
-            raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
-        facts.append(
-            TimedRun(
-                Setting(r["intra"], r["inter"]),
-                r["round"],
-                run_path,
-                r["wall_s"],
-                r.get("process_cpu_s"),
-                Manifest.from_json(manifest),
-            )
+        setting = Setting(r["intra"], r["inter"], r.get("instances"), r.get("cores"))
+        copies = r.get("copies")
+        if copies is None:
+            groups.append([_timed(path / r["path"], setting, r["round"], r["wall_s"], r)])
+            continue
+        groups.append(
+            [
+                replace(
+                    _timed(path / c["path"], setting, r["round"], r["wall_s"], {}),
+                    copy=c["copy"],
+                    cpus=tuple(c.get("cpus") or ()),
+                )
+                for c in copies
+            ]
         )
-    if not facts:
+    if not groups:
         raise SweepDirError(f"{path}: the sweep has no finished run")
     (base,) = [s for s in data["settings"] if s.get("is_baseline")]
     how = Measure(options.get("measure") or "auto")
     warmup = int(options.get("warmup_steps") or 1)
+    objective = as_objective(options.get("objective") or Objective.THROUGHPUT)
+    marker = options.get("marker")
+    rows = [
+        time_copies(g, how, marker, warmup, objective)
+        if g[0].copy is not None
+        else time_run(g[0], how, marker, warmup, objective)
+        for g in groups
+    ]
+    cpus = data.get("cpus") if groups[0][0].copy is not None else None
     result = build(
-        [time_run(f, how, options.get("marker"), warmup) for f in facts],
-        usable_cpus(facts[0].manifest),
-        (base["intra"], base["inter"]),
+        rows,
+        int(cpus) if cpus else usable_cpus(groups[0][0].manifest),
+        _key_of(base),
         list(data.get("target") or []),
+        objective,
     )
     result.warnings[:] = list(data.get("warnings") or [])
     for s in data["settings"]:
         if s.get("recorded_run"):
-            result.recorded[(s["intra"], s["inter"])] = recorded_view(path / s["recorded_run"])
+            result.recorded[_key_of(s)] = recorded_view(path / s["recorded_run"])
     return replace(result, output=path, options=options, created=data.get("created"))
+
+
+def _key_of(row: dict[str, Any]) -> tuple[int | None, ...]:
+    """``Setting.key()`` of a setting as sweep.json writes it."""
+    return Setting(row["intra"], row["inter"], row.get("instances"), row.get("cores")).key()
+
+
+def _timed(
+    run_path: Path, setting: Setting, round_: int, wall_s: float, row: dict[str, Any]
+) -> TimedRun:
+    manifest = rundir.read_json_or_none(run_path / rundir.MANIFEST)
+    if manifest is None:
+        raise SweepDirError(f"{run_path}: the run's manifest.json is missing or damaged")
+    return TimedRun(
+        setting, round_, run_path, wall_s, row.get("process_cpu_s"), Manifest.from_json(manifest)
+    )

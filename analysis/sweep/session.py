@@ -2,8 +2,9 @@
 
 The one call behind ``tftrace sweep``. It joins the two halves of a sweep: ``tracer/sweep.py``
 runs the processes (one per setting and round, interleaved) and the rest of this package turns
-their files into figures (``timing``: what one run took; ``result``: the table, the verdict and
-its warnings; ``report``: the JSON, the words and the plot). Each run is timed as soon as it
+their files into figures (``plan``: the checked arguments; ``timing``: what one run took;
+``runs``: its row; ``result``: the table, the verdict and its warnings; ``report``: the JSON,
+the words and the plot). Each run is timed as soon as it
 ends, so that a marker that never runs fails on the first run, not after all of them.
 """
 
@@ -16,34 +17,34 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.sweep.plan import Plan, Values, as_text
+from tftrace.analysis.sweep.plan import plan as make_plan
 from tftrace.analysis.sweep.report import document, plot
-from tftrace.analysis.sweep.result import SweepResult, build, recorded_view, time_run, usable_cpus
-from tftrace.analysis.sweep.stats import setting_key
-from tftrace.analysis.sweep.timing import Measure
+from tftrace.analysis.sweep.result import SweepResult, build, recorded_view
+from tftrace.analysis.sweep.runs import time_copies, time_run, usable_cpus
+from tftrace.analysis.sweep.stats import setting_of
+from tftrace.analysis.sweep.timing import Measure, Objective
 from tftrace.errors import TraceError
 from tftrace.tracer.options import (
     DEFAULT_SWEEP_REPEAT,
-    DEFAULT_SWEEPS_DIR,
-    RecordOptions,
     Target,
     as_target,
 )
-from tftrace.tracer.recorder import RecordError, check_target
-from tftrace.tracer.rundir import default_run_path, write_json_atomic
+from tftrace.tracer.rundir import write_json_atomic
 from tftrace.tracer.sweep import (
     SWEEP_FILE,
     Setting,
     SweepError,
-    SweepOptions,
     TimedRun,
     grid,
+    instance_grid,
+    parse_instances,
     parse_values,
     run_recorded,
     run_timed,
 )
 
 PLOT_FILE = "speedup.png"
-Values = str | Sequence[int] | None  # "1,2,4", [1, 2, 4], "auto", or None: leave the pool to TF
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ def sweep(
     output: str | os.PathLike[str] | None = None,
     name: str | None = None,
     progress: Callable[[SweepProgress], None] | None = None,
+    objective: Objective | str = Objective.THROUGHPUT,
+    instances: str | Sequence[int] | None = None,
 ) -> SweepResult:
     """Time ``target`` under each thread setting, in fresh processes, and say which to use.
 
@@ -92,6 +95,10 @@ def sweep(
     workload's steady state (its steps after the warm-up ones), a marker's blocks, or with
     ``measure`` the script or the process. Then the baseline (and the recommended setting) is
     recorded once with every source and analysed: its main finding explains the verdict.
+
+    A server (``tf.function`` calls, or ``Trace(..., step_num=)`` blocks, on two or more
+    threads at once) is timed by its requests: requests/s after the warm-up, and their
+    latency; ``objective`` says which figure decides.
 
     Args:
         target: the workload: a script's path, or a ``Target`` (a script or a ``-m`` module).
@@ -116,6 +123,14 @@ def sweep(
             under ``./tftrace-sweeps/``, its name ending in ``name``.
         name: a label for the sweep, kept in the default directory's name.
         progress: called with a ``SweepProgress`` as each run starts and ends.
+        objective: what the settings are compared by: ``"throughput"`` (steps, or a server's
+            requests, per second), ``"p50"`` or ``"p99"`` (their latency percentile).
+        instances: instance counts, ``"1,2,4"`` or ``[1, 2, 4]``: each runs that many copies
+            of the workload at once, each pinned to its own contiguous share of the CPUs,
+            beside one process on all of them (the baseline, unless ``baseline`` names
+            another). More copies than usable CPUs are refused. Each copy's pools are
+            sized to its share unless ``intra`` / ``inter`` give sizes (``intra="auto"``
+            sizes them to the share too); their steps or requests per second are summed.
 
     Returns:
         The ``SweepResult``: ``recommended`` (the ``Setting`` to use), ``recommendation`` (the
@@ -139,15 +154,25 @@ def sweep(
             print(line)
         print(result.table[["intra", "inter", "median_s", "speedup"]])
     """
-    intra_text, inter_text = _as_text(intra), _as_text(inter)
-    cpus = len(os.sched_getaffinity(0))
-    settings = grid(
-        parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
-    )
-    plan = _plan(
+    intra_text, inter_text = as_text(intra), as_text(inter)
+    usable = tuple(sorted(os.sched_getaffinity(0)))
+    cpus = len(usable)
+    counts = parse_instances(as_text(instances), cpus)
+    if counts is None:
+        settings = grid(
+            parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
+        )
+    else:
+        intra_values = [None] if intra_text == "auto" else parse_values(intra_text, cpus, "intra")
+        inter_values = [None] if inter_text == "auto" else parse_values(inter_text, cpus, "inter")
+        settings = instance_grid(counts, intra_values, inter_values, cpus)
+    plan = make_plan(
         as_target(target, args),
         settings,
         asked={"intra": intra_text, "inter": inter_text},
+        objective=objective,
+        instances=counts,
+        cpus=usable,
         repeat=repeat,
         measure=measure,
         marker=marker,
@@ -174,7 +199,7 @@ def sweep_settings(
 ) -> SweepResult:
     """Time ``target`` under each of ``settings`` (not a grid) against ``baseline``, as
     ``sweep`` does, without recording runs to explain the verdict: ``tftrace.verify``'s runs."""
-    plan = _plan(
+    plan = make_plan(
         target,
         list(settings),
         asked={"settings": [s.to_json() for s in settings]},
@@ -192,101 +217,6 @@ def sweep_settings(
     return _Sweep(plan, progress or _quiet).run()
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """A sweep's checked arguments."""
-
-    options: SweepOptions
-    baseline: Setting
-    how: Measure
-    warmup_steps: int
-    explain: bool
-    asked: dict[str, Any]  # sweep.json's "options": the arguments as given
-
-
-def _plan(
-    target: Target,
-    settings: list[Setting],
-    *,
-    asked: dict[str, Any],
-    repeat: int,
-    measure: Measure | str,
-    marker: str | None,
-    warmup_steps: int,
-    baseline: str | tuple[int | None, int | None] | None,
-    record_each: bool,
-    explain: bool,
-    keep_script_settings: bool,
-    output: str | os.PathLike[str] | None,
-    name: str | None,
-) -> _Plan:
-    """Check every argument before anything runs or is created."""
-    if warmup_steps < 1:
-        raise SweepError("--warmup-steps must be >= 1 (the first step traces the function)")
-    if repeat < 1:
-        raise SweepError("--repeat must be >= 1")
-    try:
-        how = Measure(measure)
-    except ValueError:
-        kinds = ", ".join(m.value for m in Measure)
-        raise SweepError(f"--measure {measure!r}: give one of {kinds}") from None
-    if marker is not None and how in (Measure.SCRIPT, Measure.PROCESS):
-        raise SweepError(f"--marker cannot be used with --measure {how.value}")
-    try:
-        check_target(RecordOptions(target=target))
-    except RecordError as e:
-        raise SweepError(str(e)) from None
-    path = Path(output) if output is not None else default_run_path(DEFAULT_SWEEPS_DIR, name)
-    if path.exists() and any(path.iterdir()):
-        raise SweepError(f"output directory is not empty: {path}")
-    options = SweepOptions(
-        target=target,
-        settings=tuple(settings),
-        repeat=repeat,
-        output=path,
-        record_each=record_each,
-        marker=marker,
-        keep_script_settings=keep_script_settings,
-    )
-    asked = {
-        **asked,
-        "repeat": repeat,
-        "measure": how.value,
-        "marker": marker,
-        "warmup_steps": warmup_steps,
-        "record": record_each,
-        "keep_script_settings": keep_script_settings,
-    }
-    return _Plan(options, _baseline(baseline, settings), how, warmup_steps, explain, asked)
-
-
-def _as_text(values: Values) -> str | None:
-    """Pool sizes as the command line writes them (and sweep.json keeps them)."""
-    if values is None or isinstance(values, str):
-        return values
-    return ",".join(str(v) for v in values)
-
-
-def _baseline(
-    wanted: str | tuple[int | None, int | None] | None, settings: list[Setting]
-) -> Setting:
-    if wanted is None:
-        return settings[0]
-    if isinstance(wanted, str):
-        text = wanted
-        try:
-            intra, inter = (None if v.strip() in ("", "-") else int(v) for v in text.split(","))
-        except ValueError:
-            raise SweepError("--baseline takes INTRA,INTER (e.g. 1,1; '-' = not set)") from None
-    else:
-        intra, inter = wanted
-        text = ",".join("-" if v is None else str(v) for v in wanted)
-    setting = Setting(intra, inter)
-    if setting not in settings:
-        raise SweepError(f"--baseline {text} is not one of the settings swept")
-    return setting
-
-
 def _quiet(_: SweepProgress) -> None:
     pass
 
@@ -294,7 +224,7 @@ def _quiet(_: SweepProgress) -> None:
 class _Sweep:
     """One sweep under way: its timed runs so far, and the progress told of them."""
 
-    def __init__(self, plan: _Plan, progress: Callable[[SweepProgress], None]) -> None:
+    def __init__(self, plan: Plan, progress: Callable[[SweepProgress], None]) -> None:
         self.plan = plan
         self.options = plan.options
         self.progress = progress
@@ -318,7 +248,7 @@ class _Sweep:
                     raise SweepInterrupted(None) from None
                 result = self._result()
                 result.warnings.append(
-                    f"interrupted after {len(self.runs)} of {self.planned} timed runs"
+                    f"interrupted after {len(self.rows)} of {self.planned} timed runs"
                 )
             else:
                 result.warnings.append("interrupted while recording runs to explain the result")
@@ -334,18 +264,25 @@ class _Sweep:
         self.progress(SweepProgress(self.text, self.done, self.total))
 
     def _time_all(self) -> None:
-        for run in run_timed(self.options, self._starts):
-            how, warmup = self.plan.how, self.plan.warmup_steps
-            self.rows.append(time_run(run, how, self.options.marker, warmup))
-            self.runs.append(run)
+        how, warmup, goal = self.plan.how, self.plan.warmup_steps, self.plan.objective
+        for group in run_timed(self.options, self._starts):
+            if group[0].copy is None:
+                self.rows.append(time_run(group[0], how, self.options.marker, warmup, goal))
+            else:
+                self.rows.append(time_copies(group, how, self.options.marker, warmup, goal))
+            self.runs.extend(group)
             self._ended()
 
     def _result(self) -> SweepResult:
         base = self.plan.baseline
         if base not in {r.setting for r in self.runs}:  # interrupted before the baseline ran
             base = self.runs[0].setting
-        cpus = usable_cpus(self.runs[0].manifest)
-        return build(self.rows, cpus, (base.intra, base.inter), self.options.target.argv())
+        if self.runs[0].copy is None:
+            cpus = usable_cpus(self.runs[0].manifest)
+        else:  # each copy's manifest has its own share
+            cpus = len(self.options.cpus)
+        target = self.options.target.argv()
+        return build(self.rows, cpus, base.key(), target, self.plan.objective)
 
     def _to_record(self, result: SweepResult) -> list[Setting]:
         """Every setting with ``record_each``, else the baseline and the recommended one."""
@@ -357,7 +294,7 @@ class _Sweep:
         rows = [int(t.index[t["is_baseline"]][0])]
         if v.kind == "faster":
             rows.append(v.recommended)
-        return [Setting(*setting_key(t.loc[i])) for i in dict.fromkeys(rows)]
+        return [setting_of(t.loc[i]) for i in dict.fromkeys(rows)]
 
     def _explain(self, result: SweepResult, settings: list[Setting]) -> None:
         self.total += len(settings)
@@ -365,7 +302,7 @@ class _Sweep:
             # A recorded run that fails costs its explanation, not the timings already taken.
             try:
                 ((_, path),) = run_recorded(self.options, [setting], self._starts)
-                result.recorded[(setting.intra, setting.inter)] = recorded_view(path)
+                result.recorded[setting.key()] = recorded_view(path)
             except (SweepError, TraceError) as e:
                 result.warnings.append(f"the recorded run of {setting.label()} failed: {e}")
             self._ended()

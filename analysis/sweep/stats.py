@@ -25,34 +25,49 @@ MIN_GAIN = 0.03  # differences below 3 % are not worth a setting, even when cons
 
 # One row per timed run.
 RUN_COLUMNS = ("intra", "inter", "round", "time_s", "cpu_util")
+# Figures of a run beside its time, each summarized by its median over the runs: steps (a
+# server's requests) per second and the latency percentiles (``timing.Latency``).
+FIGURE_COLUMNS = ("per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms")
+KEY_COLUMNS = ("intra", "inter", "instances")
 
 
 def _key(df: pd.DataFrame) -> pd.Series:
-    return df["intra"].astype("string").fillna("-") + "/" + df["inter"].astype("string").fillna("-")
+    key = df["intra"].astype("string").fillna("-") + "/" + df["inter"].astype("string").fillna("-")
+    if "instances" in df.columns:
+        key = key + "/" + df["instances"].astype("string").fillna("-")
+    return key
 
 
-def summarize(runs: pd.DataFrame, baseline: tuple[int | None, int | None]) -> pd.DataFrame:
+def summarize(runs: pd.DataFrame, baseline: tuple[int | None, ...]) -> pd.DataFrame:
     """One row per setting, in the order the settings first appear.
 
     Columns: intra, inter, runs, median_s, min_s, max_s, spread (max-min over the
     median), speedup (baseline median / median), speedup_lo / speedup_hi (worst and best
-    case from the two ranges), cpu_util (median), is_baseline.
+    case from the two ranges), cpu_util (median), is_baseline; with instances (a column of
+    ``runs``) also instances and cores; the medians of ``FIGURE_COLUMNS`` where ``runs`` has
+    them. ``baseline`` is the baseline setting's ``Setting.key()``.
     """
     runs = runs.assign(_key=_key(runs))
     order = list(dict.fromkeys(runs["_key"]))
     g = runs.groupby("_key", sort=False)
-    table = pd.DataFrame(
-        {
-            "intra": g["intra"].first(),
-            "inter": g["inter"].first(),
-            "runs": g["time_s"].count(),
-            "median_s": g["time_s"].median(),
-            "min_s": g["time_s"].min(),
-            "max_s": g["time_s"].max(),
-            "cpu_util": g["cpu_util"].median(),
-        }
-    ).loc[order]
-    base_key = _key(pd.DataFrame({"intra": [baseline[0]], "inter": [baseline[1]]}).astype("Int64"))
+    columns = {"intra": g["intra"].first(), "inter": g["inter"].first()}
+    if "instances" in runs.columns:
+        columns.update(instances=g["instances"].first(), cores=g["cores"].first())
+    columns.update(
+        runs=g["time_s"].count(),
+        median_s=g["time_s"].median(),
+        min_s=g["time_s"].min(),
+        max_s=g["time_s"].max(),
+        cpu_util=g["cpu_util"].median(),
+    )
+    for name in FIGURE_COLUMNS:
+        if name in runs.columns:
+            columns[name] = (
+                pd.to_numeric(runs[name], errors="coerce").groupby(runs["_key"]).median()
+            )
+    table = pd.DataFrame(columns).loc[order]
+    named = dict(zip(KEY_COLUMNS, baseline, strict=False))
+    base_key = _key(pd.DataFrame({k: [v] for k, v in named.items()}).astype("Int64"))
     base = table.loc[base_key.iloc[0]]
     table["spread"] = (table["max_s"] - table["min_s"]) / table["median_s"]
     table["speedup"] = base["median_s"] / table["median_s"]
@@ -88,29 +103,42 @@ def verdict(table: pd.DataFrame, cpus: int) -> Verdict:
         slower = tuple(int(i) for i in table.index if faster(table.loc[base], table.loc[i]))
         return Verdict("no-difference", base, fastest, slower, tied)
     threads = _threads(table, cpus)
-    pick = min(tied, key=lambda i: (threads[i], table.loc[i, "median_s"]))
+    # Among those within noise: one process before several, then the fewest threads.
+    copies = {int(i): int(setting_of(r).instances or 1) for i, r in table.iterrows()}
+    pick = min(tied, key=lambda i: (copies[i], threads[i], table.loc[i, "median_s"]))
     slower = tuple(int(i) for i in table.index if faster(table.loc[pick], table.loc[i]))
     return Verdict("faster", pick, fastest, slower, tied)
 
 
-def setting_key(row: pd.Series) -> tuple[int | None, int | None]:
-    """(intra, inter) of a table row, None where the sweep left the pool to TF."""
-    intra, inter = (None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))
-    return intra, inter
+def _number(row: pd.Series, key: str) -> int | None:
+    value = row.get(key)
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def setting_of(row: pd.Series) -> Setting:
+    """The ``Setting`` of a table (or runs) row: None where the sweep left a pool to TF;
+    its instances and cores where the sweep ran copies."""
+    return Setting(*(_number(row, k) for k in ("intra", "inter", "instances", "cores")))
+
+
+def setting_key(row: pd.Series) -> tuple[int | None, ...]:
+    """``Setting.key()`` of a table row: (intra, inter), None where the sweep left the pool
+    to TF, and the instances where the sweep ran copies."""
+    return setting_of(row).key()
 
 
 def label_of(intra: Any, inter: Any) -> str:
     """``Setting.label`` for values from a DataFrame (NA = left to TF)."""
-    return Setting(*setting_key(pd.Series({"intra": intra, "inter": inter}))).label()
+    return setting_of(pd.Series({"intra": intra, "inter": inter})).label()
 
 
 def label(row: pd.Series) -> str:
     """The setting of a table row in words (``intra 2 · inter default``)."""
-    return label_of(row["intra"], row["inter"])
+    return setting_of(row).label()
 
 
 def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:
-    return {int(i): Setting(*setting_key(r)).threads(cpus) for i, r in table.iterrows()}
+    return {int(i): setting_of(r).threads(cpus) for i, r in table.iterrows()}
 
 
 def beyond_cpus(table: pd.DataFrame, cpus: int) -> list[int]:

@@ -9,6 +9,12 @@ setting to be faster is confirmed when it is, beyond noise (a one-sided Mann-Whi
 be wasted (``Expect.NOT_SLOWER``) is confirmed unless its setting is slower beyond noise or
 typically more than ``NOT_SLOWER_TOLERANCE`` slower. The runs stay in the run directory
 (``RUN/verify/``, a sweep directory: ``tftrace summary RUN/verify`` shows them again).
+
+Each finding is judged by its setting's ``objective``: None, the workload's time per step (a
+server's runs are timed by their requests, so that is seconds per request); ``"throughput"``,
+steps or requests per second (the claim: more of them; compared as seconds per one); ``"p50"``
+or ``"p99"``, the latency percentile of the runs' requests (the claim: a lower one). The
+same timed runs serve every objective; the reason names the measure.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -38,6 +45,7 @@ from tftrace.analysis.sweep.stats import (
     p_faster,
     pairwise_speedup,
 )
+from tftrace.analysis.sweep.timing import Objective, TimingError, as_objective
 from tftrace.errors import TftraceError
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT, Target
 from tftrace.tracer.sweep import Setting
@@ -98,13 +106,56 @@ def compare(now: Sequence[float], then: Sequence[float]) -> tuple[float, float, 
     return speedup, float(lo), float(hi), min(len(now), len(then))
 
 
+@dataclass(frozen=True)
+class _Words:
+    """How a verdict on one measure is said: better, worse, how much worse, the figure."""
+
+    better: str
+    worse: str
+    typically_worse: str
+    measure: str  # put before the figures: "" for the time per step
+
+
+_WORDS = {
+    None: _Words("ran faster than", "ran slower than", "is slower", ""),
+    Objective.THROUGHPUT: _Words(
+        "served more requests per second than",
+        "served fewer requests per second than",
+        "serves fewer requests per second",
+        "requests/s ",
+    ),
+    Objective.P50: _Words(
+        "had a lower p50 latency than",
+        "had a higher p50 latency than",
+        "has a higher p50 latency",
+        "p50 latency ",
+    ),
+    Objective.P99: _Words(
+        "had a lower p99 latency than",
+        "had a higher p99 latency than",
+        "has a higher p99 latency",
+        "p99 latency ",
+    ),
+}
+
+
 def judge(
-    expect: Expect, now: Sequence[float], then: Sequence[float], name: str, base: str
+    expect: Expect,
+    now: Sequence[float],
+    then: Sequence[float],
+    name: str,
+    base: str,
+    objective: Objective | str | None = None,
 ) -> tuple[Status, str]:
-    """The advised setting's per-run times (``then``, called ``name``) against the run's own
-    (``now``, called ``base``): the status and a sentence with the figures."""
+    """The advised setting's per-run figures (``then``, called ``name``) against the run's
+    own (``now``, called ``base``), lower is better: the status and a sentence with the
+    figures, which name the ``objective`` (None: the time per step)."""
+    goal = None if objective is None else as_objective(objective)
+    words = _WORDS[goal]
     speedup, lo, hi, runs = compare(now, then)
-    figures = f"{speedup:.2f}x ({lo:.2f}-{hi:.2f}x over {runs} runs each)"
+    # the ratio of seconds per request is the ratio of requests/s; a latency's is "x lower"
+    lower = " lower" if goal in (Objective.P50, Objective.P99) else ""
+    figures = f"{words.measure}{speedup:.2f}x{lower} ({lo:.2f}-{hi:.2f}x over {runs} runs each)"
     if runs < MIN_REPEATS:
         return Status.INCONCLUSIVE, (
             f"{runs} run(s) per setting are too few to judge noise (need {MIN_REPEATS}): "
@@ -112,13 +163,16 @@ def judge(
         )
     if p_faster(then, now) <= ALPHA and speedup >= 1 + MIN_GAIN:
         verdict = Status.CONFIRMED
-        said = f"{name} ran faster than {base}: {figures}"
+        said = f"{name} {words.better} {base}: {figures}"
     elif p_faster(now, then) <= ALPHA and speedup <= 1 - MIN_GAIN:
         verdict = Status.NOT_CONFIRMED
-        said = f"{name} ran slower than {base}: {figures}"
+        said = f"{name} {words.worse} {base}: {figures}"
     elif expect is Expect.NOT_SLOWER and speedup < 1 - NOT_SLOWER_TOLERANCE:
         verdict = Status.NOT_CONFIRMED
-        said = f"{name} and {base} are within noise, but typically {name} is slower: {figures}"
+        said = (
+            f"{name} and {base} are within noise, but typically {name} {words.typically_worse}: "
+            f"{figures}"
+        )
     else:
         verdict = Status.CONFIRMED if expect is Expect.NOT_SLOWER else Status.NOT_CONFIRMED
         said = f"{name} and {base} are within noise: {figures}"
@@ -209,14 +263,36 @@ def verify(
     return mark(analysis, result.runs, now, out)
 
 
-def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Analysis:
-    """Each finding with a setting, marked by the timed ``runs`` of a verification sweep (one
-    row per run: ``intra``, ``inter``, ``time_s``) written to ``out``; a finding whose setting
-    the sweep did not run is left as it is."""
+# Each objective's per-run figure in the runs table, lower is better: (column, factor to s).
+FIGURES: dict[Objective | None, tuple[str, float]] = {
+    None: ("time_s", 1.0),
+    Objective.P50: ("p50_ms", 1e-3),
+    Objective.P99: ("p99_ms", 1e-3),
+}
 
-    def times(setting: Setting) -> list[float]:
-        mine = runs[(runs["intra"] == setting.intra) & (runs["inter"] == setting.inter)]
-        return [float(t) for t in mine["time_s"]]
+
+def figures(runs: pd.DataFrame, setting: Setting, objective: str | None) -> list[float]:
+    """The per-run figures of ``setting`` in a verification sweep's ``runs`` (one row per
+    run: ``intra``, ``inter``, ``time_s`` and, where steps or requests were timed, ``per_s``,
+    ``p50_ms``, ``p99_ms``), lower is better: the time per step, seconds per request (or step)
+    for throughput, the latency percentile in seconds; runs without it are left out."""
+    goal = None if objective is None else as_objective(objective)
+    mine = runs[(runs["intra"] == setting.intra) & (runs["inter"] == setting.inter)]
+    if goal is Objective.THROUGHPUT:
+        rates = pd.to_numeric(mine.get("per_s", pd.Series(dtype=float)), errors="coerce")
+        return [1 / float(r) for r in rates if r == r and r > 0]
+    column, factor = FIGURES[goal]
+    if column not in mine.columns:
+        return []
+    values = pd.to_numeric(mine[column], errors="coerce")
+    return [float(v) * factor for v in values if v == v]
+
+
+def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Analysis:
+    """Each finding with a setting, marked by the timed ``runs`` of a verification sweep
+    (``figures``) written to ``out``, on its setting's objective; a finding whose setting the
+    sweep did not run, or whose objective the runs cannot give (no steps to take percentiles
+    of), is left as it is."""
 
     def checked(f: Finding) -> Finding:
         if f.setting is None:
@@ -224,10 +300,14 @@ def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Ana
         setting = advised(f.setting, now)
         if setting == now:
             return _unchanged(f, now)
-        a, b = times(now), times(setting)
+        goal = f.setting.objective
+        try:
+            a, b = figures(runs, now, goal), figures(runs, setting, goal)
+        except TimingError:  # an objective this tftrace does not know
+            return f
         if not a or not b:
             return f
-        status, reason = judge(f.setting.expect, a, b, setting.label(), now.label())
+        status, reason = judge(f.setting.expect, a, b, setting.label(), now.label(), goal)
         speed, lo, hi, count = compare(a, b)
         check = Verification(
             status,

@@ -7,6 +7,14 @@ drown the difference). The steps are what the profiler would show as steps: oute
 reads here; the process CPU clock is read beside the wall clock so that the CPU use of a
 window can be told.
 
+Outermost calls of a ``ConcreteFunction`` are timed the same way (kind ``tf.function``, named
+by its graph): what a loaded SavedModel's ``signatures["serving_default"](x)`` is, or
+``f.get_concrete_function(spec)(x)``. One thread-local depth counter is shared by both
+wrappers, so a concrete function called inside a ``tf.function`` call (or the other way
+round) is part of that call, not a second step. Calls on every thread are kept, each with its
+thread's ident: a server's requests are its calls on its handler threads
+(``analysis/sweep/timing.py`` tells a server from a loop).
+
 The same wrapping tells the profiler's steps window (``step_window.py``) where steps begin
 and end: ``on_begin`` runs before an outermost ``tf.function`` call and before a
 ``Trace(..., step_num=)`` block is created (TF's ``Trace`` starts its event at creation, and
@@ -38,6 +46,16 @@ FUNCTION_CODE, ANNOTATION_CODE, STEP_ANNOTATION_CODE = 0, 1, 2
 MASK = (1 << 63) - 1  # thread idents kept as non-negative int64
 
 
+def _function_name(fn: Any) -> Any:
+    return getattr(fn, "__name__", None) or "function"
+
+
+def _concrete_name(fn: Any) -> Any:
+    """A concrete function's graph's name: the Python function's (``serve``), or for a
+    SavedModel's signature ``signature_wrapper_<function>``."""
+    return getattr(getattr(fn, "graph", None), "name", None) or "concrete function"
+
+
 class StepTimer:
     def __init__(
         self,
@@ -56,26 +74,50 @@ class StepTimer:
         self.data = array("q")
         self.names: dict[Any, int] = {}
         self._depth = threading.local()
+        self._names_lock = threading.Lock()
         self.errors: list[str] = []
 
     def _name_id(self, name: Any) -> int:
         found = self.names.get(name)
         if found is None:
-            found = self.names[name] = len(self.names)
+            # A server's threads meet a new function at once: one id per name, whichever
+            # thread comes first (a lock on this rare path only).
+            with self._names_lock:
+                found = self.names.setdefault(name, len(self.names))
         return found
 
     def install(self) -> None:
-        """Wrap ``tf.function`` calls and ``Trace`` blocks; a failure only loses the timing."""
+        """Wrap ``tf.function`` and ``ConcreteFunction`` calls and ``Trace`` blocks; a failure
+        only loses the timing."""
         import tensorflow as tf
 
-        for hook in (self._wrap_function, self._wrap_trace):
+        for hook in (self._wrap_function, self._wrap_concrete, self._wrap_trace):
             try:
                 hook(tf)
             except Exception as e:  # a TF whose internals differ: time the script instead
                 self.errors.append(f"{hook.__name__}: {type(e).__name__}: {e}")
 
     def _wrap_function(self, tf: Any) -> None:
-        cls = type(tf.function(lambda: None))
+        self._wrap_call(type(tf.function(lambda: None)), _function_name)
+
+    def _wrap_concrete(self, tf: Any) -> None:
+        """Every class of TF's concrete functions that defines its own ``__call__`` (in TF
+        2.16-2.21 one: ``ConcreteFunction``; a SavedModel's signature, ``_WrapperFunction``,
+        inherits it). Found among the subclasses of ``tf.types.experimental.ConcreteFunction``
+        rather than by tracing a function here: tracing would start TF's runtime, and with it
+        size the pools before the workload's own code runs."""
+        todo, classes = [tf.types.experimental.ConcreteFunction], []
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                todo.append(sub)
+                if "__call__" in vars(sub) and sub.__module__.startswith("tensorflow"):
+                    classes.append(sub)
+        if not classes:
+            raise RuntimeError("no ConcreteFunction class with its own __call__ found")
+        for cls in classes:
+            self._wrap_call(cls, _concrete_name)
+
+    def _wrap_call(self, cls: Any, name_of: Callable[[Any], Any]) -> None:
         original = cls.__call__
         if getattr(original, "__tftrace_wrapped__", False):
             return
@@ -101,7 +143,7 @@ class StepTimer:
                 t1 = monotonic()
                 depth.n = 0
                 if keep:
-                    name = name_id(getattr(fn, "__name__", None) or "function")
+                    name = name_id(name_of(fn))
                     # The steady span needs the CPU clock at step ends only. pthread_t is
                     # an address: masked to fit the int64 array whatever it is.
                     row = (FUNCTION_CODE, name, 0, get_ident() & MASK, t0, t1, 0, cpu_clock())

@@ -21,11 +21,23 @@ from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT
 
 NAME = "sweep"
 HELP = "time a workload under several inter/intra-op thread settings and recommend one"
-USAGE = "tftrace sweep [--intra 1,2,4|auto] [--inter 1,2] [options] (script.py | -m module) [args]"
+USAGE = (
+    "tftrace sweep [--intra 1,2,4|auto] [--inter 1,2] [--instances 1,2,4] [--objective "
+    "throughput|p50|p99] [options] (script.py | -m module) [args]"
+)
 TAKES_TARGET = True
 ORDER = 1
 # Sweep options a user may write after the script by mistake, as other tools take them.
-OWN_OPTIONS = ("--intra", "--inter", "--repeat", "--measure", "--marker", "--record")
+OWN_OPTIONS = (
+    "--intra",
+    "--inter",
+    "--repeat",
+    "--measure",
+    "--marker",
+    "--record",
+    "--objective",
+    "--instances",
+)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -34,13 +46,28 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="N,N,...|auto",
         help="intra-op pool sizes (default auto: 1, 2, 4, ... up to the CPUs and one step "
-        "beyond; 0 = TF's default)",
+        "beyond; with --instances, each copy's cores; 0 = TF's default)",
     )
     p.add_argument(
         "--inter",
         default=None,
         metavar="N,N,...|auto",
-        help="inter-op pool sizes (default: leave the inter-op pool to TF)",
+        help="inter-op pool sizes (default: leave the inter-op pool to TF; with --instances, "
+        "each copy's cores)",
+    )
+    p.add_argument(
+        "--objective",
+        choices=("throughput", "p50", "p99"),
+        default="throughput",
+        help="what decides: throughput (steps, or a server's requests, per second; the "
+        "default), p50 or p99 (latency percentile of the requests or steps)",
+    )
+    p.add_argument(
+        "--instances",
+        metavar="N,N,...",
+        help="also run N copies of the workload at once, each pinned to its own share of the "
+        "CPUs with its pools sized to it, beside one process on all of them; their requests "
+        "(or steps) per second are summed",
     )
     p.add_argument(
         "--repeat",
@@ -134,6 +161,8 @@ def run(ns: argparse.Namespace) -> int:
                 output=ns.output,
                 name=ns.name,
                 progress=show,
+                objective=ns.objective,
+                instances=ns.instances,
             )
     except SweepInterrupted as e:
         if e.result is None:
