@@ -54,27 +54,43 @@ def _crowded(run: Run, analysis: Analysis) -> dict[str, float] | None:
     if not cores or analysis.core_use is None:
         return None
     inter, intra = _mean(analysis, Pool.INTER_OP), _mean(analysis, Pool.INTRA_OP)
-    core_s = cores * analysis.core_use.seconds
-    queued = analysis.core_use.run_queue_core_s / core_s if core_s > 0 else 0.0
-    has_sampler = not run.samples.empty
+    queued = _run_queue_share(run, analysis)
     if inter + intra <= CROWD_PER_CORE * cores or intra < CROWD_MIN_INTRA:
         return None
-    if has_sampler and queued < CROWD_RUN_QUEUE_SHARE:
+    if queued is not None and queued < CROWD_RUN_QUEUE_SHARE:
         return None
-    return {"inter": inter, "intra": intra, "cores": cores, "run_queue_share": queued}
+    return {"inter": inter, "intra": intra, "cores": cores, "run_queue_share": queued or 0.0}
+
+
+def _run_queue_share(run: Run, analysis: Analysis) -> float | None:
+    """The process's run-queue wait over the window's core-time; None without the sampler."""
+    cores, use = _cores(run, analysis), analysis.core_use
+    if run.samples.empty or use is None or not cores or use.seconds <= 0:
+        return None
+    return use.run_queue_core_s / (cores * use.seconds)
 
 
 def requests_queue_for_inter_op(run: Run, analysis: Analysis) -> list[Finding]:
     """Premise: more requests are in flight than there are inter-op threads, so requests wait
-    for one, while the cores have room (the pools do not crowd them: that is the next rule).
+    for one, while the cores would have room for one thread per request: the pools do not
+    crowd them now (that is the next rule), and the requests do not split their ops over the
+    Eigen pool (or their Eigen work and one thread per request still fit the cores), so the
+    added inter-op threads would not crowd them either.
 
-    Checked on the data: the mean requests in flight exceed the inter-op pool's size, and the
+    Checked on the data: the mean requests in flight exceed the inter-op pool's size, the
     requests' time waiting for an inter-op thread (their closures queued) is at least
-    ``INTER_OP_WAIT_SHARE`` of their latency.
+    ``INTER_OP_WAIT_SHARE`` of their latency, and the intra-op pool is busy less than
+    ``CROWD_MIN_INTRA`` threads on average, or the peak requests in flight plus its busy
+    threads fit the cores.
     """
     requests = analysis.requests
     size = run.manifest.pool("inter_op").size
+    cores = _cores(run, analysis)
     if requests is None or not size or _crowded(run, analysis) is not None:
+        return []
+    intra = _mean(analysis, Pool.INTRA_OP)
+    would_crowd = cores is not None and requests.peak_in_flight() + intra > CROWD_PER_CORE * cores
+    if intra >= CROWD_MIN_INTRA and would_crowd:
         return []
     in_flight = requests.mean_in_flight()
     share = _wait_share(requests, "inter-op wait")
@@ -96,6 +112,7 @@ def requests_queue_for_inter_op(run: Run, analysis: Analysis) -> list[Finding]:
                 "peak_in_flight": requests.peak_in_flight(),
                 "inter_op_threads": size,
                 "inter_op_wait_share": share,
+                "intra_op_busy": round(intra, 3),
             },
             setting=AdvisedSetting(None, advised, Expect.FASTER, "p99"),
         )
