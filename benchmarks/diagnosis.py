@@ -2,21 +2,26 @@
 
 Run it from the repository root with the project's virtualenv:
 
-    .venv/bin/python benchmarks/diagnosis.py            # 12 workloads: ~1 h on 2 cores
+    .venv/bin/python benchmarks/diagnosis.py            # 16 workloads: ~1.5 h on 2 cores
     .venv/bin/python benchmarks/diagnosis.py --quick    # 2 workloads, repeat 3: a few minutes
     .venv/bin/python benchmarks/diagnosis.py --only branches,small-ops --repeat 3
     .venv/bin/python benchmarks/diagnosis.py --markdown docs/diagnosis.md --output runs/
 
 For every workload of a corpus of real TensorFlow workloads (``tests/workloads/``), each
 with the pool sizes it is recorded with (intra-op / inter-op; CPUS = the usable CPUs):
+training and inference loops, and servers (requests from several Python threads at once:
+``serve_*.py``), which are timed by their requests throughout.
 
 1. record it (``tftrace.record``, no py-spy) and analyse it (``tftrace.analyze``);
 2. verify the findings that advise a thread setting (``tftrace.verify``: the advised setting
    and the recorded one, fresh interleaved processes, ``--verify-repeat`` runs each,
    default 7, judged as ``tftrace analyze --verify`` judges them);
 3. sweep a grid independently of the findings (``tftrace.sweep``): intra-op in
-   {1, CPUS, 2*CPUS} x inter-op in {1, CPUS}, the recorded sizes added to the axes, the
-   recorded setting as the baseline, ``--repeat`` runs each.
+   {1, CPUS, 2*CPUS} x inter-op in {1, CPUS}, the recorded sizes added to the axes (and, for
+   a server, its client threads, the most requests it can have in flight, to the inter-op
+   axis: the size a user would try), the recorded setting as the baseline, ``--repeat``
+   runs each. A server is swept by its throughput (``objective="throughput"``: requests per
+   second, compared as seconds per request); a loop by its time per step.
 
 Two figures, with their targets:
 
@@ -27,8 +32,10 @@ Two figures, with their targets:
         a workload has a gain when its sweep found a setting at least 10 % faster than the
         recorded one beyond noise (``stats.faster`` and a median ratio >= 1.10). It is a hit
         when some finding advised a setting (None = the recorded size) that the sweep found
-        that much faster; an advised setting outside the grid counts when its verification
-        confirmed it at >= 1.10x. Without any workload with a gain, recall is "n/a".
+        that much faster; an advised setting outside the grid, or one whose finding claims a
+        measure the sweep did not time (a server's p50 or p99 latency: the sweep is by
+        throughput), counts when its verification confirmed it at >= 1.10x (by the
+        finding's own measure). Without any workload with a gain, recall is "n/a".
 
 Everything is kept under ``--output`` (default: a new temporary directory): per workload
 NAME its run directory (``NAME/record``), the verification's runs (``NAME/verify``) and its
@@ -37,6 +44,12 @@ table and the figures as a Markdown document (for ``docs/diagnosis.md``), with t
 core count, TensorFlow version, date and repeats. The exit status is 0 whether or not a target
 is met (it is a benchmark); with ``--check`` it is 1 when a target is missed or a workload
 fails.
+
+It needs the machine to itself: other processes make every setting look alike (and a server's
+recording crowded). Each workload's ``other load`` is the share of the machine's cores that
+anything else used while it ran (``/proc/stat``'s busy time, hypervisor steal included, less
+the benchmark's own CPU time and its children's); the table's notes name the workloads where
+it was 5 % or more.
 """
 
 from __future__ import annotations
@@ -47,6 +60,8 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,6 +94,12 @@ QUICK = ("small-ops", "big-matmul-intra1")
 
 Pair = tuple[int | None, int | None]  # (intra, inter); None = keep the recorded size
 Setting = tuple[int, int]
+# A server's sweep compares its settings by this (``tftrace.sweep(objective=)``).
+SERVER_OBJECTIVE = "throughput"
+# Measures that are one figure: a loop's time per step is its throughput's inverse, and a
+# server's runs are timed by their requests (its time per step is seconds per request).
+PER_UNIT = (None, "throughput")
+OTHER_LOAD_NOTE = 0.05  # other processes' share of the cores worth a note beside the table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +108,9 @@ Setting = tuple[int, int]
 
 @dataclass(frozen=True)
 class Workload:
-    """One corpus entry: a script with its arguments, recorded at ``intra`` / ``inter``."""
+    """One corpus entry: a script with its arguments, recorded at ``intra`` / ``inter``;
+    ``clients``: a server's client threads (the most requests it has in flight), None for a
+    loop."""
 
     name: str
     script: Path
@@ -95,10 +118,17 @@ class Workload:
     intra: int
     inter: int
     about: str
+    clients: int | None = None
 
     @property
     def recorded(self) -> Setting:
         return (self.intra, self.inter)
+
+    @property
+    def objective(self) -> str | None:
+        """What its sweep compares settings by: a server's throughput; None for a loop
+        (``tftrace.sweep``'s default, the time per step)."""
+        return SERVER_OBJECTIVE if self.clients else None
 
 
 def corpus(cpus: int) -> list[Workload]:
@@ -106,6 +136,10 @@ def corpus(cpus: int) -> list[Workload]:
 
     def w(name: str, script: str, args: Sequence[str], intra: int, inter: int, about: str):
         return Workload(name, WORKLOADS / script, tuple(args), intra, inter, about)
+
+    def server(name: str, script: str, intra: int, inter: int, about: str, clients: int = 4):
+        args = ("--clients", str(clients))
+        return Workload(name, WORKLOADS / script, args, intra, inter, about, clients)
 
     c = cpus
     return [
@@ -133,14 +167,25 @@ def corpus(cpus: int) -> list[Workload]:
           "eager 1500x1500 products, one per step, intra 2*CPUS"),
         w("small-elementwise", "eager_small_elementwise.py", [], c, c,
           "tight eager loop of small element-wise ops"),
+        server("serve-executor", "serve_executor.py", c, c,
+               "tf.function (small conv net) served by a 4-thread ThreadPoolExecutor"),
+        server("serve-executor-inter1", "serve_executor.py", c, 1,
+               "the same server with inter-op 1 (requests queue for it)"),
+        server("serve-keras", "serve_keras_threads.py", c, c,
+               "Keras MobileNetV2 predict_on_batch from 4 Python threads"),
+        server("serve-savedmodel", "serve_savedmodel.py", c, c,
+               "a loaded SavedModel's serving_default signature from 4 Python threads"),
     ]  # fmt: skip
 
 
-def sweep_axes(cpus: int, recorded: Setting) -> tuple[list[int], list[int]]:
+def sweep_axes(
+    cpus: int, recorded: Setting, clients: int | None = None
+) -> tuple[list[int], list[int]]:
     """The sweep's intra-op and inter-op sizes: {1, CPUS, 2*CPUS} x {1, CPUS}, with the
-    recorded sizes added so that the recorded setting is in the grid (it is the baseline)."""
+    recorded sizes added so that the recorded setting is in the grid (it is the baseline),
+    and a server's ``clients`` added to the inter-op sizes (one thread per request)."""
     intra = sorted({1, cpus, 2 * cpus, recorded[0]})
-    inter = sorted({1, cpus, recorded[1]})
+    inter = sorted({1, cpus, recorded[1], *([clients] if clients else [])})
     return intra, inter
 
 
@@ -152,24 +197,32 @@ def sweep_axes(cpus: int, recorded: Setting) -> tuple[list[int], list[int]]:
 class Advice:
     """A finding that advises a setting: its ``advised`` pair as the finding gives it (None =
     keep the recorded size), the verification's ``status`` ("confirmed", "not confirmed",
-    "inconclusive", or "not verified" when no verification came back) and its ``speedup``."""
+    "inconclusive", or "not verified" when no verification came back) and its ``speedup``,
+    by the finding's ``objective`` (``AdvisedSetting.objective``: None, the time per step; a
+    server's "throughput", "p50" or "p99": for a latency, how many times lower it ran)."""
 
     id: str
     advised: Pair
     status: str
     speedup: float | None = None
     reason: str = ""
+    objective: str | None = None
 
 
 @dataclass
 class Outcome:
-    """One workload's results: its advice and its sweep table (None when the sweep failed)."""
+    """One workload's results: its advice and its sweep table (None when the sweep failed),
+    swept by ``objective`` (None: the time per step; a server's "throughput"); ``shape`` is
+    what the analysis found the recorded run to be ("loop", "server"...; None: unknown)."""
 
     name: str
     recorded: Setting
     advice: list[Advice] = field(default_factory=list)
     table: pd.DataFrame | None = None
     errors: list[str] = field(default_factory=list)
+    objective: str | None = None
+    shape: str | None = None
+    other_load: float | None = None  # the share of the cores others used meanwhile
 
 
 def resolve(advised: Pair, recorded: Setting) -> Setting:
@@ -222,11 +275,20 @@ def has_gain(outcome: Outcome) -> bool:
     return outcome.table is not None and best(outcome.table, outcome.recorded)[2]
 
 
+def same_measure(a: str | None, b: str | None) -> bool:
+    """Whether two objectives are one figure (a time per step is a throughput's inverse)."""
+    return a == b or (a in PER_UNIT and b in PER_UNIT)
+
+
 def advice_hit(advice: Advice, outcome: Outcome) -> bool:
     """The advised setting is one the sweep found ``GAIN`` faster than the recorded one; an
-    advised setting the sweep did not run counts when verified so (confirmed, >= ``GAIN``)."""
+    advised setting the sweep did not run, or did not time by the finding's measure (a
+    latency percentile, where the sweep is by throughput), counts when verified so
+    (confirmed, >= ``GAIN``)."""
     setting = resolve(advice.advised, outcome.recorded)
     table = outcome.table
+    if not same_measure(advice.objective, outcome.objective):
+        table = None
     row = lookup(table, setting) if table is not None else None
     base = lookup(table, outcome.recorded) if table is not None else None
     if row is not None and base is not None:
@@ -275,6 +337,11 @@ def label(setting: Pair) -> str:
     return "/".join("-" if v is None else str(v) for v in setting)
 
 
+def _by(objective: str | None) -> str:
+    """`` (p99)``: the measure a figure is by, where it is not the time per step."""
+    return "" if objective is None else f" ({objective})"
+
+
 def _yes(flag: bool | None) -> str:
     return "-" if flag is None else ("yes" if flag else "no")
 
@@ -290,14 +357,14 @@ def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
     for o in outcomes:
         if o.table is not None:
             setting, speedup, gain = best(o.table, o.recorded)
-            sweep = f"{label(setting)} {speedup:.2f}x"
+            sweep = f"{label(setting)} {speedup:.2f}x{_by(o.objective)}"
             gained: bool | None = gain
             hits: bool | None = hit(o) if gain else None
         else:
             sweep, gained, hits = "failed", None, None
         findings = [
             (
-                f"{a.id} -> {label(resolve(a.advised, o.recorded))}",
+                f"{a.id} -> {label(resolve(a.advised, o.recorded))}{_by(a.objective)}",
                 a.status,
                 "-" if a.speedup is None else f"{a.speedup:.2f}x",
             )
@@ -342,8 +409,46 @@ def tf_version() -> str:
     return "unknown"
 
 
+def source_version() -> str:
+    """The tftrace commit the benchmark runs (the rules change: a result names its rules), with
+    "+ local changes" where the working tree differs from it; "unknown" outside a checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        changed = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "analysis",
+                "tracer",
+                "src",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head} + local changes" if changed else head
+
+
 def markdown(
-    outcomes: Sequence[Outcome], cpus: int, repeats: tuple[int, int], figures: Sequence[str]
+    outcomes: Sequence[Outcome],
+    cpus: int,
+    repeats: tuple[int, int],
+    figures: Sequence[str],
+    version: str | None = None,
 ) -> str:
     """The document for ``docs/diagnosis.md`` (no machine path or hostname in it)."""
     return "\n".join(
@@ -353,11 +458,15 @@ def markdown(
             "Written by `python benchmarks/diagnosis.py --markdown docs/diagnosis.md`; how it",
             "measures is in that script's docstring. Settings are `intra/inter` pool sizes;",
             "`-` keeps the recorded size. A speedup is the recorded setting's median time",
-            "over the advised (or best) setting's: above 1, the advice is faster.",
+            "over the advised (or best) setting's: above 1, the advice is faster. In",
+            "parentheses, the measure a figure is by where it is not the time per step: a",
+            "server's throughput (requests/s, as seconds per request) or latency percentile",
+            "(p99: how many times lower it ran).",
             "",
             f"- CPU: {cpu_model()}",
             f"- usable cores: {cpus}",
             f"- TensorFlow: {tf_version()}",
+            *([f"- tftrace: {version}"] if version else []),
             f"- date: {datetime.date.today().isoformat()}",
             f"- repeat: {repeats[0]} timed runs per setting in a sweep, "
             f"{repeats[1]} in a verification",
@@ -378,6 +487,55 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _machine_busy() -> tuple[float, int] | None:
+    """(CPU-seconds the whole machine has been busy: every process, interrupts and the time
+    the hypervisor stole, its CPU count), from ``/proc/stat``; None where it cannot be read."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    ticks = [int(v) for v in lines[0].split()[1:9]]
+    if len(ticks) < 8:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    count = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK"), count
+
+
+def _own_cpu_s() -> float:
+    """This process's CPU time and its finished children's (the recorded and swept runs)."""
+    me, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+class OtherLoad:
+    """The share of the machine's cores that others used between ``start`` and ``share``."""
+
+    def __init__(self) -> None:
+        self.busy, self.own, self.t0 = _machine_busy(), _own_cpu_s(), time.monotonic()
+
+    def share(self) -> float | None:
+        end = _machine_busy()
+        seconds = time.monotonic() - self.t0
+        if self.busy is None or end is None or seconds <= 0 or not end[1]:
+            return None
+        other = (end[0] - self.busy[0]) - (_own_cpu_s() - self.own)
+        return min(1.0, max(0.0, other / (seconds * end[1])))
+
+
+def load_notes(outcomes: Sequence[Outcome]) -> list[str]:
+    """One line naming the workloads that ran beside others' load (``OTHER_LOAD_NOTE`` or
+    more of the cores), or none."""
+    busy = [o for o in outcomes if o.other_load is not None and o.other_load >= OTHER_LOAD_NOTE]
+    if not busy:
+        return []
+    named = ", ".join(f"{o.name} {o.other_load:.0%}" for o in busy)
+    return [f"other processes used the cores while these ran (share of all cores): {named}"]
+
+
 def _advice_of(findings: Sequence[Any]) -> list[Advice]:
     out = []
     for f in findings:
@@ -391,6 +549,7 @@ def _advice_of(findings: Sequence[Any]) -> list[Advice]:
                 v.status.value if v is not None else "not verified",
                 v.speedup if v is not None else None,
                 v.reason if v is not None else "no verification came back",
+                f.setting.objective,
             )
         )
     return out
@@ -400,7 +559,8 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
     """Record, analyse, verify and sweep one workload (``repeats``: runs per setting in the
     sweep and in the verification); failures are kept as errors."""
     repeat, verify_repeat = repeats
-    outcome = Outcome(w.name, w.recorded)
+    outcome = Outcome(w.name, w.recorded, objective=w.objective)
+    others = OtherLoad()
     env = {
         **RECORD_ENV,
         "TF_NUM_INTRAOP_THREADS": str(w.intra),
@@ -415,6 +575,15 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
             raise RuntimeError(f"the workload exited with {rec.exit_code}")
         run = tftrace.load(rec.run.path)
         analysis = tftrace.analyze(run)
+        outcome.shape = analysis.shape
+        requests = analysis.requests
+        if requests is not None:
+            _say(
+                f"  {analysis.shape}: {len(requests.table)} requests on {requests.threads} "
+                f"threads, {requests.throughput:.0f}/s, {requests.mean_in_flight():.1f} in flight"
+            )
+        if w.clients and analysis.shape != "server":
+            outcome.errors.append(f"recorded as a {analysis.shape}, not a server")
         advised = [f for f in analysis.findings if f.setting is not None]
         _say(f"  {len(analysis.findings)} finding(s), {len(advised)} with a setting")
         if advised:
@@ -432,8 +601,9 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
         traceback.print_exc(file=sys.stderr)
         outcome.errors.append(f"record/verify: {type(e).__name__}: {e}")
     try:
-        intra, inter = sweep_axes(cpus, w.recorded)
-        _say(f"  sweep intra {intra} x inter {inter} (repeat {repeat})")
+        intra, inter = sweep_axes(cpus, w.recorded, w.clients)
+        by = f", by {w.objective}" if w.objective else ""
+        _say(f"  sweep intra {intra} x inter {inter} (repeat {repeat}{by})")
         result = tftrace.sweep(
             w.script,
             list(w.args),
@@ -443,11 +613,16 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
             baseline=w.recorded,
             explain=False,
             output=out / "sweep",
+            # a loop by its time per step: the inverse of tftrace.sweep's default, throughput
+            objective=w.objective or "throughput",
         )
         outcome.table = result.table
     except Exception as e:
         traceback.print_exc(file=sys.stderr)
         outcome.errors.append(f"sweep: {type(e).__name__}: {e}")
+    outcome.other_load = others.share()
+    if outcome.other_load is not None:
+        _say(f"  other processes used {outcome.other_load:.0%} of the cores meanwhile")
     return outcome
 
 
@@ -471,10 +646,14 @@ def to_json(o: Outcome) -> dict[str, Any]:
                 "status": a.status,
                 "speedup": a.speedup,
                 "reason": a.reason,
+                "objective": a.objective,
                 "hit": advice_hit(a, o),
             }
             for a in o.advice
         ],
+        "objective": o.objective,
+        "shape": o.shape,
+        "other_load": o.other_load,
         "sweep": table,
         "gain": has_gain(o),
         "hit": hit(o),
@@ -486,11 +665,23 @@ def from_json(data: dict[str, Any]) -> Outcome:
     """An ``Outcome`` back from its ``to_json`` (``--combine``)."""
     recorded: Setting = (int(data["recorded"][0]), int(data["recorded"][1]))
     advice = [
-        Advice(a["id"], tuple(a["advised"]), a["status"], a["speedup"], a["reason"])
+        Advice(
+            a["id"], tuple(a["advised"]), a["status"], a["speedup"], a["reason"], a.get("objective")
+        )
         for a in data["advice"]
     ]
     table = pd.DataFrame(data["sweep"]) if data["sweep"] is not None else None
-    return Outcome(data["name"], recorded, advice, table, list(data["errors"]))
+    errors = list(data["errors"])
+    return Outcome(
+        data["name"],
+        recorded,
+        advice,
+        table,
+        errors,
+        data.get("objective"),
+        data.get("shape"),
+        data.get("other_load"),
+    )
 
 
 def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]:
@@ -507,6 +698,13 @@ def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]
         for w in data["workloads"]:
             by_name[w["name"]] = from_json(w)
     return list(by_name.values()), (first["repeat"], first["verify_repeat"]), first["cpus"]
+
+
+def versions(paths: Sequence[Path]) -> str | None:
+    """The tftrace versions (``source_version``) the ``results.json`` files were run with."""
+    found = [json.loads(path.read_text()).get("tftrace") for path in paths]
+    named = list(dict.fromkeys(v for v in found if v))
+    return "; ".join(named) if named else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -537,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.combine:
         outcomes, repeats, cpus = combine(args.combine)
-        return report(outcomes, cpus, repeats, args)
+        return report(outcomes, cpus, repeats, args, version=versions(args.combine))
 
     cpus = len(os.sched_getaffinity(0))
     entries = corpus(cpus)
@@ -561,7 +759,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if busy:
         parser.error(f"{out} already holds results for {', '.join(busy)}: give another --output")
 
+    version = source_version()  # before the runs: the rules this process has imported
     _say(f"{len(entries)} workload(s), {cpus} CPUs, repeat {repeats}, output in {out}")
+    _say(f"tftrace {version}")
     outcomes = []
     started = time.monotonic()
     for i, w in enumerate(entries, 1):
@@ -571,7 +771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"  done in {time.monotonic() - t0:.0f} s")
 
     print(f"\n{len(outcomes)} workload(s) in {time.monotonic() - started:.0f} s; runs in {out}")
-    return report(outcomes, cpus, repeats, args, out)
+    return report(outcomes, cpus, repeats, args, out, version)
 
 
 def report(
@@ -580,6 +780,7 @@ def report(
     repeats: tuple[int, int],
     args: argparse.Namespace,
     out: Path | None = None,
+    version: str | None = None,
 ) -> int:
     """Print the table and the figures; write ``results.json`` into ``out`` and the Markdown
     where asked; the exit status."""
@@ -591,24 +792,35 @@ def report(
         print("\n".join(f"  {e}" for e in errors))
     p_line, p_ok = judgement("precision", *precision(outcomes), PRECISION_TARGET)
     r_line, r_ok = judgement("recall", *recall(outcomes), RECALL_TARGET)
+    notes = load_notes(outcomes)
     print()
     print(p_line)
     print(r_line)
+    for line in notes:
+        print(line)
     if out is not None:
-        _write_results(out, outcomes, cpus, repeats)
+        _write_results(out, outcomes, cpus, repeats, version)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(outcomes, cpus, repeats, [p_line, r_line]))
+        figures = [p_line, r_line, *notes]
+        args.markdown.write_text(markdown(outcomes, cpus, repeats, figures, version))
         print(f"wrote {args.markdown}")
     failed = p_ok is False or r_ok is False or bool(errors)
     return 1 if args.check and failed else 0
 
 
-def _write_results(out: Path, outcomes: list[Outcome], cpus: int, repeats: tuple[int, int]) -> None:
+def _write_results(
+    out: Path,
+    outcomes: list[Outcome],
+    cpus: int,
+    repeats: tuple[int, int],
+    version: str | None = None,
+) -> None:
     repeat, verify_repeat = repeats
     (out / "results.json").write_text(
         json.dumps(
             {
+                "tftrace": version,
                 "cpus": cpus,
                 "repeat": repeat,
                 "verify_repeat": verify_repeat,

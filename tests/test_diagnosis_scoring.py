@@ -175,3 +175,68 @@ def test_saved_results_score_as_the_run_did(tmp_path):
     assert d.recall(back) == d.recall(first) and d.rows(back) == d.rows(first)
     merged, _, _ = d.combine([tmp_path / "one.json", tmp_path / "two.json"])
     assert [o.name for o in merged] == ["a", "b"] and d.precision(merged) == (2, 2)
+
+
+def test_the_corpus_has_servers_swept_by_their_throughput():
+    entries = {w.name: w for w in d.corpus(2)}
+    servers = {n: w for n, w in entries.items() if w.clients}
+    scripts = {w.script.name for w in servers.values()}
+    assert {"serve_keras_threads.py", "serve_executor.py", "serve_savedmodel.py"} <= scripts
+    for w in servers.values():
+        assert w.objective == "throughput"
+        assert ("--clients", str(w.clients)) == w.args[:2]
+        assert w.clients in d.sweep_axes(2, w.recorded, w.clients)[1]
+    assert entries["small-ops"].objective is None
+    assert d.sweep_axes(2, (2, 2), 4) == ([1, 2, 4], [1, 2, 4])
+
+
+def test_a_latency_claim_is_judged_by_its_verification_not_a_throughput_sweep():
+    server = d.Outcome("s", (2, 2), [], SWEEP, objective="throughput")
+    # 1/2 gains by throughput, but a p99 claim is not a throughput claim
+    p99 = d.Advice("q", (1, None), "not confirmed", 0.9, objective="p99")
+    assert not d.advice_hit(p99, server)
+    assert d.advice_hit(d.Advice("q", (1, None), "confirmed", 1.3, objective="p99"), server)
+    # the time per step and throughput are one figure
+    for objective in (None, "throughput"):
+        assert d.advice_hit(d.Advice("a", (1, None), "not confirmed", 1.0, "", objective), server)
+    body = d.rows([d.Outcome("s", (2, 2), [p99], SWEEP, objective="throughput")])
+    assert body[0][2] == "q -> 1/2 (p99)" and body[0][5] == "1/2 1.25x (throughput)"
+
+
+def test_saved_results_keep_the_objectives(tmp_path):
+    o = d.Outcome(
+        "s",
+        (2, 2),
+        [d.Advice("q", (None, 4), "confirmed", 1.4, "r", "p99")],
+        SWEEP.assign(speedup=1.0 / SWEEP["median_s"]),
+        objective="throughput",
+        shape="server",
+        other_load=0.3,
+    )
+    import json
+
+    (tmp_path / "r.json").write_text(
+        json.dumps(
+            {
+                "tftrace": "abc1234",
+                "cpus": 2,
+                "repeat": 5,
+                "verify_repeat": 7,
+                "workloads": [d.to_json(o)],
+            }
+        )
+    )
+    assert d.versions([tmp_path / "r.json", tmp_path / "r.json"]) == "abc1234"
+    (back,), _, _ = d.combine([tmp_path / "r.json"])
+    assert (back.objective, back.shape, back.advice[0].objective) == ("throughput", "server", "p99")
+    assert back.other_load == 0.3 and d.rows([back]) == d.rows([o])
+
+
+def test_other_load_is_noted_from_five_percent():
+    quiet, busy, unknown = (outcome([], name=n) for n in ("quiet", "busy", "unknown"))
+    quiet.other_load, busy.other_load = 0.01, 0.37
+    assert d.load_notes([quiet, unknown]) == []
+    (line,) = d.load_notes([quiet, busy, unknown])
+    assert "busy 37%" in line and "quiet" not in line
+    share = d.OtherLoad().share()
+    assert share is None or 0.0 <= share <= 1.0
