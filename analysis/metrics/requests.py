@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_of_threads
-from tftrace.analysis.metrics.work import Work, in_flight
+from tftrace.analysis.metrics.intervals import StepFunction, level_changes
+from tftrace.analysis.metrics.work import Work
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -99,12 +100,8 @@ class Requests:
         if hi <= lo or self.table.empty:
             return pd.DataFrame({"t_s": [], "in_flight": []})
         step = resolution_ns or max((hi - lo) // 200, 1)
-        t, level = in_flight(self.table)
         edges = np.arange(lo, hi + step, step, dtype=np.int64)
-        # integral of the step function at each edge
-        widths = np.diff(np.r_[t, hi])
-        cumulative = np.r_[0, np.cumsum(widths * level)].astype(np.float64)
-        at = np.interp(np.clip(edges, t[0], hi), np.r_[t, hi], cumulative)
+        at = in_flight(self.table).integral_at(np.clip(edges, lo, hi))
         means = np.diff(at) / np.diff(edges)
         return pd.DataFrame({"t_s": edges[:-1] / 1e9, "in_flight": means})
 
@@ -115,7 +112,7 @@ class Requests:
         return float(self.table["latency_ns"].sum()) / (hi - lo)
 
     def peak_in_flight(self) -> int:
-        return int(in_flight(self.table)[1].max()) if len(self.table) else 0
+        return int(in_flight(self.table).values.max()) if len(self.table) else 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +127,14 @@ class Requests:
             "latency_ms": self.latency().to_dict(orient="records"),
             "breakdown": self.breakdown().to_dict(orient="records"),
         }
+
+
+def in_flight(table: pd.DataFrame) -> StepFunction:
+    """Requests in flight over time: +1 at each start, -1 at each end (a request that ends as
+    another starts is not in flight with it)."""
+    start, end = table["start_ns"].to_numpy(np.int64), table["end_ns"].to_numpy(np.int64)
+    ones = np.ones(len(start), dtype=np.int64)
+    return level_changes(np.r_[start, end], np.r_[ones, -ones])
 
 
 def _latency_row(function: str, table: pd.DataFrame) -> dict[str, Any]:

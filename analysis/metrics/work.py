@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import PYTHON_POOLS
+from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.run import Run
@@ -157,25 +158,34 @@ def _calls(run: Run, python: np.ndarray) -> pd.DataFrame:
     )
 
 
-def in_flight(units: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Units in flight over time: (times, level from each time on), a step function. A
-    thread's own units never overlap (nested calls are part of the outer one), so this is
-    also the number of threads with a call in flight."""
-    start, end = units["start_ns"].to_numpy(), units["end_ns"].to_numpy()
-    t = np.r_[start, end]
-    d = np.r_[np.ones(len(start), np.int64), -np.ones(len(end), np.int64)]
-    order = np.lexsort((d, t))  # at one instant, ends before starts: touching is not overlap
-    return t[order], np.cumsum(d[order])
+def in_flight(units: pd.DataFrame) -> StepFunction:
+    """How many threads have a unit in flight at each moment, from the first start to the
+    last end: each thread's units merged first (``intervals.concurrency``), so a thread's own
+    nested rows count once, and a call that starts as another thread's ends does not overlap
+    it. Units of one thread never overlap, so this is also the units in flight."""
+    if units.empty:
+        return StepFunction(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    by_thread = units.groupby("thread", sort=False)
+    starts = [g["start_ns"].to_numpy(dtype=np.int64) for _, g in by_thread]
+    ends = [g["end_ns"].to_numpy(dtype=np.int64) for _, g in by_thread]
+    lo, hi = int(units["start_ns"].min()), int(units["end_ns"].max())
+    return concurrency(starts, ends, lo, hi)
+
+
+def is_server(units: pd.DataFrame) -> bool:
+    """Two or more threads that each make at least ``MIN_CALLS`` calls, with calls of
+    different threads in flight together (the sweep's timing tells a server the same way)."""
+    if units.empty:
+        return False
+    calls = units["thread"].value_counts()
+    busy = calls.index[calls >= MIN_CALLS]
+    return len(busy) >= 2 and int(in_flight(units[units["thread"].isin(busy)]).values.max()) >= 2
 
 
 def _shape(units: pd.DataFrame) -> str:
     if units.empty:
         return NONE
-    calls = units["thread"].value_counts()
-    busy = calls[calls >= MIN_CALLS]
-    if len(busy) >= 2 and in_flight(units[units["thread"].isin(busy.index)])[1].max() >= 2:
-        return SERVER
-    return LOOP
+    return SERVER if is_server(units) else LOOP
 
 
 @per_run

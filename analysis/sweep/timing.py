@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.work import MIN_CALLS
+from tftrace.analysis.metrics.work import is_server
 from tftrace.errors import TftraceError
 
 
@@ -162,31 +162,6 @@ def _steady(rows: pd.DataFrame, basis: str, warmup: int) -> Timing | None:
         durations_ns=durations,
         window_ns=(int(first.end_ns), int(last.end_ns)),
     )
-
-
-def is_server(rows: pd.DataFrame) -> bool:
-    """A server's shape, as the analysis tells it (``metrics/work.py``): two or more threads
-    that each make at least ``MIN_CALLS`` calls, and calls of two of them in flight at once.
-    Each thread's calls are merged into busy spans first (a thread's own calls never count as
-    overlapping each other)."""
-    if rows.empty:
-        return False
-    calls = rows["thread"].value_counts()
-    busy = calls.index[calls >= MIN_CALLS]
-    if len(busy) < 2:
-        return False
-    mine = rows[rows["thread"].isin(busy)].sort_values("start_ns", kind="stable")
-    spans = []
-    for _, one in mine.groupby("thread", sort=False):
-        start = one["start_ns"].to_numpy(dtype=np.int64)
-        end = one["end_ns"].to_numpy(dtype=np.int64)
-        new = np.ones(len(start), dtype=bool)
-        new[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]  # after all before it
-        firsts = np.flatnonzero(new)
-        spans.append(np.column_stack((start[firsts], np.maximum.reduceat(end, firsts))))
-    merged = np.concatenate(spans)
-    merged = merged[np.argsort(merged[:, 0], kind="stable")]
-    return bool((merged[1:, 0] < np.maximum.accumulate(merged[:, 1])[:-1]).any())
 
 
 def _server(rows: pd.DataFrame, annotated: bool, warmup: int) -> Timing | None:
