@@ -280,6 +280,11 @@ def plot(result: SweepResult, path: Path) -> Path:
         ax.set_ylabel(f"gain in {measure_words(result)} over {label(base)}")
     else:
         ax.set_ylabel(f"speedup over {label(base)}")
+    return _save(fig, ax, plt, xs, path)
+
+
+def _save(fig: Any, ax: Any, plt: Any, xs: list[int], path: Path) -> Path:
+    """Both plots' finish: ticks at the measured values, legend, grid, written and closed."""
     ax.set_xticks(xs)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -316,10 +321,4 @@ def _plot_instances(result: SweepResult, path: Path, fig: Any, ax: Any, plt: Any
     ax.set_xlabel("instances (copies at once, each on its own cores)")
     ax.set_ylabel(f"gain in {measure_words(result)}")
     ax.set_title(f"against {label(base)}", fontsize=9)
-    ax.set_xticks(xs)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, plt, xs, path)
