@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.findings.evidence import pool_row, severity_for
+from tftrace.analysis.findings.evidence import cpu_row, pool_row, severity_for
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -23,8 +23,11 @@ INTER_OP_WAIT_SHARE = 0.1
 CROWD_PER_CORE = 1.0
 # ... with Eigen workers busy at least this much of the time (the crowd is of two pools) ...
 CROWD_MIN_INTRA = 0.25
-# ... and the process's threads waiting for a core at least this share of the core-time.
+# ... and the process's threads waiting for a core at least this share of the core-time,
 CROWD_RUN_QUEUE_SHARE = 0.1
+# ... or, with a request in flight per core, the inter-op threads on a CPU for less than this
+# share of their busy time: each waits inside its op for the Eigen shards it handed off.
+CROWD_BLOCKED_CPU_PER_BUSY = 0.5
 # One request at a time: fewer than this many in flight on average ...
 ALONE_IN_FLIGHT = 1.2
 # ... on at least this many cores, most of them idle (busy below this share).
@@ -57,9 +60,31 @@ def _crowded(run: Run, analysis: Analysis) -> dict[str, float] | None:
     queued = _run_queue_share(run, analysis)
     if inter + intra <= CROWD_PER_CORE * cores or intra < CROWD_MIN_INTRA:
         return None
-    if queued is not None and queued < CROWD_RUN_QUEUE_SHARE:
+    blocked = _inter_op_cpu_per_busy(analysis)
+    waits_for_shards = (
+        blocked is not None
+        and blocked < CROWD_BLOCKED_CPU_PER_BUSY
+        and analysis.requests is not None
+        and analysis.requests.mean_in_flight() >= cores
+    )
+    if queued is not None and queued < CROWD_RUN_QUEUE_SHARE and not waits_for_shards:
         return None
-    return {"inter": inter, "intra": intra, "cores": cores, "run_queue_share": queued or 0.0}
+    return {
+        "inter": inter,
+        "intra": intra,
+        "cores": cores,
+        "run_queue_share": queued or 0.0,
+        "inter_op_cpu_per_busy": blocked if blocked is not None else math.nan,
+    }
+
+
+def _inter_op_cpu_per_busy(analysis: Analysis) -> float | None:
+    """The inter-op threads' CPU seconds per traced busy second (the OS sampler's); None
+    without it."""
+    row = cpu_row(analysis, Pool.INTER_OP)
+    if row is None or not row["busy_s"] or math.isnan(float(row["cpu_per_busy"])):
+        return None
+    return float(row["cpu_per_busy"])
 
 
 def _run_queue_share(run: Run, analysis: Analysis) -> float | None:
@@ -128,7 +153,10 @@ def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
     Checked on the data: the inter-op and intra-op pools' mean busy threads add up to more
     than ``CROWD_PER_CORE`` per usable core, the Eigen pool is busy at least
     ``CROWD_MIN_INTRA`` threads on average, and (with the OS sampler) the process's threads
-    waited on a run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time.
+    waited on a run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time, or
+    the server had a request in flight per core and its inter-op threads were on a CPU for
+    less than ``CROWD_BLOCKED_CPU_PER_BUSY`` of their busy time (waiting for their ops' Eigen
+    shards: the hand-off that intra-op 1 removes costs time without run-queue wait).
     The claim: with one intra-op thread the server serves at least as many requests per
     second (threads were wasted).
     """
@@ -149,8 +177,7 @@ def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
             None,
             f"The inter-op pool ({crowd['inter']:.2f} busy threads) and the intra-op pool "
             f"({crowd['intra']:.2f}) together kept {busy:.2f} threads busy on {cores} cores, "
-            f"with {requests.mean_in_flight():.1f} requests in flight: threads waited on a "
-            f"run queue for {crowd['run_queue_share']:.0%} of the core-time.",
+            f"with {requests.mean_in_flight():.1f} requests in flight: {_crowd_evidence(crowd)}",
             f"Use intra_op_parallelism_threads 1 and inter_op_parallelism_threads {inter} "
             "(one thread per request in flight), e.g. TF_NUM_INTRAOP_THREADS=1 "
             f"TF_NUM_INTEROP_THREADS={inter}.",
@@ -161,11 +188,27 @@ def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
                 "busy_over_cores": round(busy / cores, 3),
                 "oversubscribed_share": over,
                 "run_queue_share": crowd["run_queue_share"],
+                "inter_op_cpu_per_busy": None
+                if math.isnan(crowd["inter_op_cpu_per_busy"])
+                else round(crowd["inter_op_cpu_per_busy"], 3),
                 "requests_in_flight": round(requests.mean_in_flight(), 3),
             },
             setting=AdvisedSetting(1, inter, Expect.NOT_SLOWER, "throughput"),
         )
     ]
+
+
+def _crowd_evidence(crowd: dict[str, float]) -> str:
+    """What showed the crowding: threads waiting for a core, or inter-op threads waiting for
+    their ops' Eigen shards (on a CPU for a small share of their busy time)."""
+    text = f"threads waited on a run queue for {crowd['run_queue_share']:.0%} of the core-time"
+    blocked = crowd["inter_op_cpu_per_busy"]
+    if math.isnan(blocked) or blocked >= CROWD_BLOCKED_CPU_PER_BUSY:
+        return text + "."
+    return (
+        f"{text}, and the inter-op threads were on a CPU for {blocked:.0%} of their busy time, "
+        "each waiting inside its op for the Eigen shards it handed off."
+    )
 
 
 def one_request_at_a_time(run: Run, analysis: Analysis) -> list[Finding]:
