@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
-from tftrace.analysis.metrics.core_use import LABELS, CoreUse
+from tftrace.analysis.metrics.core_use import HELD_ELSEWHERE, LABELS, CoreUse
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
 
@@ -47,6 +47,22 @@ def _action(cause: str | None, use: CoreUse, run: Run) -> str:
             f"Lower the pool sizes (intra {intra}, inter {inter}) so that busy threads do not "
             f"exceed the {cores} cores, or give the process the cores its threads wait for."
         )
+    if cause == "other_processes":
+        return (
+            "Other processes held the cores this one's threads waited for (the finding that "
+            "names them says which): move them, or pin this process to CPUs they do not use; "
+            "no thread setting wins that time back."
+        )
+    if cause == "steal":
+        return (
+            "The hypervisor gave these CPUs to other guests (steal time): a dedicated or "
+            "larger instance; no thread setting wins that time back."
+        )
+    if cause == "quota":
+        return (
+            "The cgroup's CPU quota held the process back: size the pools to the quota (the "
+            "quota finding says how), or raise the quota."
+        )
     if cause == "too_small":
         return (
             "Give each op more work (larger batches), or fewer intra-op threads and more "
@@ -77,7 +93,7 @@ def _setting(cause: str | None, use: CoreUse, run: Run) -> AdvisedSetting | None
     few = max(1, cores // 4)
     if cause == "waiting":
         return AdvisedSetting(None, cores, Expect.FASTER) if inter < cores else None
-    if cause in ("input", "python"):
+    if cause in ("input", "python", *HELD_ELSEWHERE):
         return None
     # Chains, small ops, dispatch and the process's own threads queueing for the cores: the
     # claim is that the intra-op threads beyond a few are wasted.
@@ -98,7 +114,8 @@ def underused_cores(run: Run, analysis: Analysis) -> list[Finding]:
     # Run-queue wait is demand: threads that were runnable while other processes (or the
     # process's own surplus threads) held the cores. And the kernel counts spin and time
     # stretched by a busy machine; the trace's count of threads owning work counts neither.
-    demand = min(share + use.run_queue_core_s / capacity, use.trace_busy_core_s / capacity)
+    waited = use.run_queue_core_s + use.held_elsewhere_core_s
+    demand = min(share + waited / capacity, use.trace_busy_core_s / capacity)
     if demand >= UNDERUSED:
         return []
     cause = use.main_cause()

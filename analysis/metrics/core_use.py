@@ -23,6 +23,8 @@ import pandas as pd
 from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
 from tftrace.analysis.metrics.busy import merged_busy, pool_of_threads, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
+from tftrace.analysis.metrics.contention import Contention, split_run_queue
+from tftrace.analysis.metrics.cpu_time import process_cumulative
 from tftrace.analysis.metrics.intervals import (
     StepFunction,
     clip,
@@ -45,6 +47,9 @@ CAUSES = (
     ("python", "Python on the main thread"),
     ("waiting", "waiting for a thread"),
     ("run_queue", "run-queue wait (oversubscription)"),
+    ("other_processes", "run-queue wait: other processes held the cores"),
+    ("steal", "run-queue wait: hypervisor steal"),
+    ("quota", "run-queue wait: CPU quota throttling"),
     ("too_small", "ops too small to split"),
     ("chain", "one op runnable at a time (dependency chain)"),
     ("dispatch", "dispatch & executor overhead"),
@@ -55,6 +60,8 @@ LABELS = dict(CAUSES)
 FIXED = ("input", "python")
 # Idle core-time a thread setting can act on: more threads, fewer threads, or ops side by side.
 RECOVERABLE = ("waiting", "run_queue", "too_small")
+# Run-queue wait behind someone else: no thread setting wins it back (``contention.py``).
+HELD_ELSEWHERE = ("other_processes", "steal", "quota")
 
 _INPUT, _PYTHON, _WAITING, _TOO_SMALL = "input", "python", "waiting", "too_small"
 _CHAIN, _DISPATCH, _UNEXPLAINED = "chain", "dispatch", "unexplained"
@@ -121,10 +128,19 @@ class CoreUse:
 
     @property
     def run_queue_core_s(self) -> float:
-        """Idle core-time the process's runnable threads waited for (0 without the sampler)."""
+        """Idle core-time the process's runnable threads waited for behind its own threads
+        (0 without the sampler); the wait behind other processes, steal or the quota is
+        ``held_elsewhere_core_s``."""
         if self.causes is None:
             return 0.0
         return float(self.causes.set_index("cause").loc["run_queue", "core_s"])
+
+    @property
+    def held_elsewhere_core_s(self) -> float:
+        """Run-queue wait while other processes, the hypervisor or the quota held the cores."""
+        if self.causes is None:
+            return 0.0
+        return float(self.causes.set_index("cause").loc[list(HELD_ELSEWHERE), "core_s"].sum())
 
     @property
     def ops_per_step(self) -> float | None:
@@ -178,25 +194,14 @@ def _usable_cores(run: Run, cpus_given: bool) -> tuple[int | None, str]:
     return None, "unknown: give --cpus N"
 
 
-def _cumulative(run: Run, column: str, grid: np.ndarray) -> np.ndarray:
-    """Σ over threads of a cumulative sampler counter at each grid time (0 before a thread's
-    first sample: it was born later)."""
-    total = np.zeros(len(grid))
-    for _, group in run.samples.groupby(["thread", "tid"], sort=False):
-        t, value = group["t_ns"].to_numpy(), group[column].to_numpy().astype(np.float64)
-        grown = np.interp(grid, t, value)
-        total += np.where(grid < t[0], 0.0, grown)
-    return total
-
-
 def _sampler_rates(run: Run, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(grid, busy cores, run-queue waiting threads) per interval of the sampler's ticks."""
     counts = run.samples.groupby("thread")["t_ns"].size()
     densest = run.samples[run.samples["thread"] == counts.idxmax()]["t_ns"].to_numpy()
     grid = np.unique(np.r_[lo, densest[(densest > lo) & (densest < hi)], hi]).astype(np.int64)
     width = np.diff(grid).astype(np.float64)
-    busy = np.diff(_cumulative(run, "cpu_ns", grid)) / width
-    wait = np.diff(_cumulative(run, "wait_ns", grid)) / width
+    busy = np.diff(process_cumulative(run, "cpu_ns", grid)) / width
+    wait = np.diff(process_cumulative(run, "wait_ns", grid)) / width
     return grid, busy, wait
 
 
@@ -298,6 +303,16 @@ def _causes_of_instants(
     return edges, cause
 
 
+def _cores_left(cores: int, held_elsewhere: np.ndarray, held: Contention | None) -> np.ndarray:
+    """Per sampler interval, the cores the process could have had: the usable ones less what
+    other processes and steal took, at most the cgroup's quota (never below a tenth of a
+    core, so that a bound stays finite)."""
+    left = cores - held_elsewhere
+    if held is not None and held.quota:
+        left = np.minimum(left, held.quota)
+    return np.maximum(left, 0.1)
+
+
 def _countable_ops(run: Run) -> pd.DataFrame:
     """Ops as the per-op table has them, without tf.function calls, input waits and Python
     ops (each has its own cause)."""
@@ -313,10 +328,12 @@ def core_use(
     concurrency_of: dict[Pool, PoolConcurrency],
     steps: int = 0,
     cpus_given: bool = False,
+    held: Contention | None = None,
 ) -> CoreUse:
     """The core use of ``run`` over ``window`` (see the module docstring); ``steps``: how many
     steps the window holds, for ops per step; ``cpus_given``: the CPU count came from the user
-    (``--cpus``), not the recording."""
+    (``--cpus``), not the recording; ``held``: who else held the cores (the machine readings),
+    to split run-queue wait by who held the core and leave theirs out of the bound."""
     lo, hi = window
     ops = _countable_ops(run)
     inside = ops[(ops["start_ns"] >= lo) & (ops["start_ns"] < hi)]
@@ -375,10 +392,15 @@ def core_use(
     tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
     cause_at = cause[np.clip(np.searchsorted(cause_edges, at, side="right") - 1, 0, len(cause) - 1)]
     core_ns = {key: 0.0 for key, _ in CAUSES}
-    core_ns["run_queue"] = float((queued[tick] * width).sum())
+    grid_width = np.diff(grid).astype(np.float64)
+    others, steal, throttled = (
+        held.held_on(grid) if held is not None else (np.zeros(len(grid_width)),) * 3
+    )
+    for key, part in split_run_queue(queued * grid_width, others, steal, throttled).items():
+        core_ns[key] = float(part.sum())
     rest = (idle - queued)[tick] * width
     for key in core_ns:
-        if key != "run_queue":
+        if key not in ("run_queue", *HELD_ELSEWHERE):
             core_ns[key] = float(rest[cause_at == key].sum())
     idle_ns = sum(core_ns.values())
     # The trace's count, with Python time (which the trace does not show) as one thread.
@@ -386,8 +408,10 @@ def core_use(
     trace_busy_ns = float((np.minimum(owning, cores) * width).sum())
     fixed = np.isin(cause_at, FIXED)
     fixed_ns = float(width[fixed].sum())
-    busy_rest_ns = float((busy[tick] * width)[~fixed].sum())
-    bound = (hi - lo) / (fixed_ns + busy_rest_ns / cores) if fixed_ns + busy_rest_ns > 0 else None
+    # The cores left to the process: those others held are no setting's to win back.
+    usable = _cores_left(cores, (others + steal) / grid_width, held)[tick]
+    busy_rest_ns = float((busy[tick] * width / usable)[~fixed].sum())
+    bound = (hi - lo) / (fixed_ns + busy_rest_ns) if fixed_ns + busy_rest_ns > 0 else None
     causes = pd.DataFrame(
         {
             "cause": [k for k, _ in CAUSES],

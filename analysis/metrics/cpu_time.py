@@ -48,6 +48,17 @@ def _outside_busy(t: np.ndarray, cpu: np.ndarray, busy: StepFunction, lo: int, h
     return float(np.maximum(np.diff(grown) - np.diff(traced), 0).sum())
 
 
+def process_cumulative(run: Run, column: str, grid: np.ndarray) -> np.ndarray:
+    """Σ over the process's threads of a cumulative sampler counter (``cpu_ns``, ``wait_ns``)
+    at each grid time (0 before a thread's first sample: it was born later)."""
+    total = np.zeros(len(grid))
+    for _, group in run.samples.groupby(["thread", "tid"], sort=False):
+        t, value = group["t_ns"].to_numpy(), group[column].to_numpy().astype(np.float64)
+        grown = np.interp(grid, t, value)
+        total += np.where(grid < t[0], 0.0, grown)
+    return total
+
+
 def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
     """Per OS thread: on-CPU ns, run-queue wait ns (both from /proc), traced busy ns, and the
     CPU it used outside its traced busy time (``outside_busy_ns``: spin, or untraced work)."""
