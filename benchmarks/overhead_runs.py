@@ -179,14 +179,19 @@ def source_problems(sources: dict[str, Any] | str, expected: tuple[str, ...]) ->
 
 
 def source_cpu_seconds(sources: dict[str, Any] | str) -> dict[str, float]:
-    """CPU seconds the sampler and py-spy used themselves, as the manifest reports them."""
+    """CPU seconds the sampler and py-spy used themselves, as the manifest reports them; the
+    sampler's machine readings (part of its own) also apart, as ``os_sampler.machine``."""
     if isinstance(sources, str):
         return {}
-    return {
+    seconds = {
         name: float(status["cpu_seconds"])
         for name, status in sources.items()
         if isinstance(status.get("cpu_seconds"), (int, float))
     }
+    machine = (sources.get("os_sampler") or {}).get("machine") or {}
+    if isinstance(machine.get("cpu_seconds"), (int, float)):
+        seconds["os_sampler.machine"] = float(machine["cpu_seconds"])
+    return seconds
 
 
 def source_notes(sources: dict[str, Any] | str) -> list[str]:

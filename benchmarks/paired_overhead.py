@@ -326,7 +326,7 @@ def render_sources(results: dict[str, list[PairedRun]]) -> list[str]:
         runs = results[comp.label]
         column = f"{comp.config.name:<{NAME_WIDTH}}"
         for name, share in source_cpu_shares(runs).items():
-            lines.append(f"  {column}{name:<12}{100 * share:6.2f} % of one core")
+            lines.append(f"  {column}{name:<20}{100 * share:6.2f} % of one core")
         for run_no, r in enumerate(runs, 1):
             if r.run.source_notes:
                 lines.append(f"  {column}run {run_no}: {'; '.join(r.run.source_notes)}")

@@ -35,7 +35,8 @@ in-code path: the chunks run inside ``with tftrace.profile(DIR, tf_profiler=Fals
 whose sampler and py-spy run in a helper child process of the workload, which stops and
 continues that helper and its py-spy instead (a': pyspy=False; b': py-spy on). Beside the
 ratios: the workload process's involuntary context switches and CPU seconds per second, on
-and off, and the sources' own CPU time.
+and off, and the sources' own CPU time (``os_sampler.machine``: the part of the sampler's
+that went to its machine readings, 5 a second, of the CPUs, other processes and cgroup).
 
 Whole runs (``--whole-runs``). The workload (``benchmarks/workloads/overhead_workload.py``)
 is run under five configurations, one run of each per round, rounds repeated in the same
@@ -192,7 +193,8 @@ def render_source_cpu(results: dict[str, list[Measurement]]) -> list[str]:
     """The sources' own CPU time per second of workload process: a noise-free cost figure."""
     lines = ["Sources' own CPU time (kernel accounting), per second of the recorded process:"]
     for config in CONFIGS:
-        for source in ("os_sampler", "pyspy"):
+        # os_sampler.machine: the sampler's machine readings, a part of its own time
+        for source in ("os_sampler", "os_sampler.machine", "pyspy"):
             shares = [
                 m.source_cpu_s[source] / m.process_s
                 for m in results[config.name]
@@ -200,7 +202,7 @@ def render_source_cpu(results: dict[str, list[Measurement]]) -> list[str]:
             ]
             if shares:
                 lines.append(
-                    f"  {config.name:<15}{source:<12}{100 * statistics.median(shares):6.2f} %"
+                    f"  {config.name:<15}{source:<20}{100 * statistics.median(shares):6.2f} %"
                     " of one core"
                 )
     return lines

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import rundir
+from .options import DEFAULT_MACHINE_HZ
 from .os_sampler import OsThreadSampler
 from .priority import yielding_to_the_workload
 from .pyspy import PySpySource
@@ -29,7 +30,11 @@ def sources_for(run: rundir.RunDir, config: dict[str, Any]) -> dict[str, Any]:
     """The sources the config asks for, by name, as ``tftrace record`` builds them."""
     wanted: dict[str, Any] = {}
     if config.get("sampler", True):
-        wanted["os_sampler"] = OsThreadSampler(run / rundir.OS_SAMPLES_DIR, config["sample_hz"])
+        wanted["os_sampler"] = OsThreadSampler(
+            run / rundir.OS_SAMPLES_DIR,
+            config["sample_hz"],
+            machine_hz=config.get("machine_hz", DEFAULT_MACHINE_HZ),
+        )
     if config.get("pyspy", True):
         wanted["pyspy"] = PySpySource(
             run / rundir.PYSPY_TRACE,

@@ -83,6 +83,7 @@ def initial(
             "pyspy_native": options.pyspy_native,
             "sampler": options.sampler,
             "sample_hz": options.sample_hz,
+            "machine_hz": options.machine_hz if options.sampler else 0,
         },
         "clock": {"start": start_anchor, "sync": clock_sync()},
         "cluster": cluster_block(env),

@@ -18,6 +18,9 @@ DEFAULT_VERIFY_REPEAT = 7
 # of Python) keeps it near 1-2 % of a core.
 DEFAULT_PYSPY_RATE = 20
 DEFAULT_SAMPLE_HZ = 100.0
+# The OS sampler's readings of the machine beside the workload (CPUs, other processes, the
+# cgroup): a few a second place another process's CPU time within 0.2 s.
+DEFAULT_MACHINE_HZ = 5.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class RecordOptions:
     pyspy_path: str | None = None
     sampler: bool = True
     sample_hz: float = DEFAULT_SAMPLE_HZ
+    machine_hz: float = DEFAULT_MACHINE_HZ  # 0: no machine readings
     # How long the workload may take to flush the profiler after an interrupt.
     stop_grace_s: float = 120.0
     thread_identity: bool = True

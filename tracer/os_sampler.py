@@ -7,10 +7,15 @@ little); a thread table keeps names, start times and first/last sighting.
 
 Files stay open between samples and are re-read with ``pread`` at offset 0: the
 kernel regenerates them on each read, and it costs a fraction of open+read+close.
+
+Every few ticks (``machine_hz``, 5 a second by default) it also reads the machine beside the
+workload (``machine_reader.py``: CPUs, other processes, the cgroup), written at the same
+flushes.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -18,7 +23,10 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from .machine_reader import MachineReader
+from .options import DEFAULT_MACHINE_HZ
 from .priority import policy_name
+from .procstat import PROCESSOR, STARTTIME, STATE, STIME, UTIME, name_of, split_stat
 from .procstat import native as _procstat
 from .rundir import OS_THREADS_TABLE, write_json_atomic
 from .sources import SourceState, SourceStatus
@@ -27,28 +35,18 @@ COLUMNS = ("t_ns", "tid", "state", "utime", "stime", "cpu_ns", "wait_ns", "slice
 # Rows are kept as int64 while sampling (the C reader writes them so); on disk each column has
 # its own type.
 SHORT_WAIT_S = 0.05  # waits up to this long sleep; stop() notices at the next tick
+# The machine readings' share of one core at most: a reading that costs more (a machine of
+# thousands of processes) spaces the next ones out.
+MACHINE_BUDGET = 0.005
 
 _DTYPES = {c: "int8" if c == "state" else "int64" for c in COLUMNS}
-
-
-# Fields of a stat line after the name's ')', from 0 (field 3, state): utime is field 14,
-# stime 15, starttime 22, processor 39 (proc(5)).
-STATE, UTIME, STIME, STARTTIME, PROCESSOR = 0, 11, 12, 19, 36
-
-
-def split_stat(raw: bytes) -> tuple[bytes, list[bytes]]:
-    """(the line up to the name's closing ')', the fields after it). The name sits in
-    parentheses and may itself contain spaces or ')'."""
-    close = raw.rindex(b")")
-    return raw[:close], raw[close + 2 :].split()
 
 
 def parse_stat(text: str) -> tuple[str, str, int, int, int, int]:
     """(comm, state, utime, stime, starttime, processor) from a /proc stat line."""
     head, fields = split_stat(text.encode())
-    comm = head[head.index(b"(") + 1 :].decode(errors="replace")
     return (
-        comm,
+        name_of(head),
         fields[STATE].decode(),
         int(fields[UTIME]),
         int(fields[STIME]),
@@ -78,11 +76,23 @@ class OsThreadSampler:
     name = "os_sampler"
 
     def __init__(
-        self, out_dir: Path, hz: float, flush_every_s: float = 5.0, native: bool = True
+        self,
+        out_dir: Path,
+        hz: float,
+        flush_every_s: float = 5.0,
+        native: bool = True,
+        machine_hz: float = DEFAULT_MACHINE_HZ,
     ) -> None:
         self.out_dir = out_dir
         self.period_s = 1.0 / hz
         self.hz = hz
+        self.machine_hz = machine_hz
+        # A machine reading every this many ticks (0: none); a costly one widens it.
+        self._machine_every = max(1, round(hz / machine_hz)) if machine_hz > 0 else 0
+        self._machine: MachineReader | None = None
+        self._machine_cpu_ns = 0  # the machine readings' own CPU time (this thread's)
+        self._machine_setup_ns = 0
+        self._machine_error: str | None = None
         self.flush_every_s = flush_every_s
         self._reader = _procstat if native else None
         self._stop = threading.Event()
@@ -121,6 +131,8 @@ class OsThreadSampler:
             while not self._stop.is_set():
                 if not self.sample_once():
                     break  # the process is gone
+                if self._machine_every and (self._samples - 1) % self._machine_every == 0:
+                    self._read_machine()  # the first tick, then every _machine_every-th
                 now = time.monotonic()
                 if now - last_flush >= self.flush_every_s:
                     self._flush()
@@ -139,6 +151,28 @@ class OsThreadSampler:
             self._error = f"{type(e).__name__}: {e}"
         finally:
             self._cpu_s = time.thread_time()
+
+    def _read_machine(self) -> None:
+        """One machine reading, its cost counted apart; a failure ends the machine readings,
+        never the thread samples."""
+        before = time.thread_time_ns()
+        try:
+            if self._machine is None:
+                self._machine = MachineReader(self._pid, native=self._reader is not None)
+            self._machine.read(time.monotonic_ns())
+        except Exception as e:
+            self._machine_error = f"{type(e).__name__}: {e}"
+            self._machine_every = 0
+            return
+        cost = time.thread_time_ns() - before
+        self._machine_cpu_ns += cost
+        if self._machine.readings == 1:
+            self._machine_setup_ns = cost  # opening every file: not what a reading costs
+            return
+        mean = (self._machine_cpu_ns - self._machine_setup_ns) / (self._machine.readings - 1)
+        within = MACHINE_BUDGET * self._machine_every * self.period_s * 1e9
+        if mean > within:
+            self._machine_every = math.ceil(self._machine_every * mean / within)
 
     def sample_once(self) -> bool:
         """One reading of every thread. This is the sampler's whole cost (it runs beside the
@@ -241,7 +275,7 @@ class OsThreadSampler:
     def _saw(self, tid: int, head: bytes, starttime: int, now: int) -> None:
         """A thread seen for the first time, or under a new name (``head``: its stat line up
         to the name's closing ')')."""
-        comm = head[head.index(b"(") + 1 :].decode(errors="replace")
+        comm = name_of(head)
         info = self.threads.get(tid)
         if info is None:
             self.threads[tid] = {
@@ -263,6 +297,11 @@ class OsThreadSampler:
                 self.threads[tid]["exited"] = True
 
     def _flush(self) -> None:
+        if self._machine is not None:
+            try:
+                self._machine.flush(self.out_dir)
+            except (OSError, ValueError) as e:
+                self._machine_error = f"{type(e).__name__}: {e}"
         if not len(self._rows):
             return
         import numpy as np  # lazily: the recorder starts without heavy imports
@@ -296,6 +335,23 @@ class OsThreadSampler:
             "threads": sorted(self.threads.values(), key=lambda t: t["first_seen_ns"]),
         }
 
+    def _machine_details(self) -> dict[str, Any]:
+        machine = self._machine
+        details: dict[str, Any] = {"hz": self.machine_hz}
+        if machine is not None:
+            details.update(
+                readings=machine.readings,
+                chunks=machine.chunks,
+                cpu_seconds=round(self._machine_cpu_ns / 1e9, 4),
+                processes=len(machine.processes.table()),
+                cgroup=machine.cgroup.version if machine.cgroup else None,
+            )
+            if self._machine_every:
+                details["hz_at_end"] = round(1 / (self._machine_every * self.period_s), 3)
+        if self._machine_error:
+            details["error"] = self._machine_error
+        return details
+
     def stop(self) -> SourceStatus:
         self._stop.set()
         if self._thread is not None:
@@ -305,6 +361,8 @@ class OsThreadSampler:
         for files in self._files.values():
             files.close()
         self._files.clear()
+        if self._machine is not None:
+            self._machine.close()
         details = {
             "samples": self._samples,
             "threads": len(self.threads),
@@ -314,6 +372,7 @@ class OsThreadSampler:
             "cpu_seconds": round(self._cpu_s, 4),
             "reader": "c" if self._reader is not None else "python",
             "scheduling": self._policy,
+            "machine": self._machine_details(),
         }
         if self._error:
             return SourceStatus(SourceState.FAILED, self._error, details)

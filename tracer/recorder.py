@@ -156,7 +156,9 @@ def record(options: RecordOptions) -> RecordResult:
     data = manifest.initial(options, run, env, start_anchor)
     rundir.write_json_atomic(run / rundir.MANIFEST, data)
 
-    sampler = OsThreadSampler(run / rundir.OS_SAMPLES_DIR, options.sample_hz)
+    sampler = OsThreadSampler(
+        run / rundir.OS_SAMPLES_DIR, options.sample_hz, machine_hz=options.machine_hz
+    )
     pyspy = PySpySource(
         run / rundir.PYSPY_TRACE,
         run / rundir.PYSPY_LOG,

@@ -28,6 +28,8 @@ CHILD_CONFIG = Path("workload") / "config.json"
 ATTACH_CONFIG = Path("workload") / "attach.json"  # an in-code recording's helper process
 OS_SAMPLES_DIR = Path("os_threads")
 OS_THREADS_TABLE = OS_SAMPLES_DIR / "threads.json"
+# The machine beside the workload (machine_reader.py): machine-*.npz chunks and this table.
+MACHINE_TABLE = OS_SAMPLES_DIR / "machine.json"
 IDENTITY = Path("thread_identity.json")
 PYSPY_TRACE = Path("pyspy") / "trace.json"
 PYSPY_LOG = Path("pyspy") / "pyspy.log"

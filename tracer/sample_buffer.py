@@ -27,7 +27,8 @@ class RollingSampler(OsThreadSampler):
     """``OsThreadSampler`` that keeps only the chunks of the last ``keep_s`` seconds."""
 
     def __init__(self, out_dir: Path, hz: float, keep_s: float = DEFAULT_KEEP_S) -> None:
-        super().__init__(out_dir, hz, flush_every_s=FLUSH_EVERY_S)
+        # No machine readings: a capture takes a window of the thread chunks alone.
+        super().__init__(out_dir, hz, flush_every_s=FLUSH_EVERY_S, machine_hz=0)
         self.keep_ns = int(keep_s * 1e9)
         self.keep_chunks = max(2, math.ceil(keep_s / FLUSH_EVERY_S) + 1)
 

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.model import os_samples, pyspy_samples
+from tftrace.analysis.model import machine_samples, os_samples, pyspy_samples
 from tftrace.analysis.model.locate import locate
+from tftrace.analysis.model.machine_samples import Machine
 from tftrace.analysis.model.memory import check_fits
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.regions import pair_regions
@@ -57,6 +58,9 @@ class Run:
       (``queue_ns`` = how long it waited).
     - ``samples``: the OS sampler's series per thread: state, CPU ns, run-queue wait ns.
     - ``python``: py-spy's samples as intervals of one Python stack per thread.
+    - ``machine``: the machine beside the workload, a few readings a second (a ``Machine``):
+      each CPU's busy, idle and steal time, the other processes' CPU time, the cgroup's
+      throttling; empty where the run has none.
     - ``manifest``: what ran and how (a ``Manifest``: versions, CPUs, pool sizes and why;
       empty for a bare trace); ``missing``: what a partial run lacks, in words; ``notes``:
       remarks on how it was read.
@@ -78,6 +82,7 @@ class Run:
     python: pd.DataFrame
     missing: list[str] = field(default_factory=list)  # what a partial run lacks, in words
     notes: list[str] = field(default_factory=list)
+    machine: Machine = field(default_factory=Machine.empty)
     # Intermediates the analyses share (``model.memo.per_run``); empty in each new Run.
     memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -208,6 +213,7 @@ def load(path: Path | str, session: str | None = None) -> Run:
         else empty(SAMPLES)
     )
     python = _python_table(pyspy_events, manifest, thread_of_tid, origin)
+    machine = _machine(root, manifest, origin, missing) if on_disk else Machine.empty()
     return Run(
         root,
         located.xplane,
@@ -220,7 +226,20 @@ def load(path: Path | str, session: str | None = None) -> Run:
         python,
         missing,
         list(located.notes),
+        machine,
     )
+
+
+def _machine(root: Path, manifest: Manifest, origin: Origin, missing: list[str]) -> Machine:
+    """The machine readings; their absence is noted where the sampler was to take them."""
+    machine = machine_samples.read_machine(root, origin.monotonic_ns or 0, missing)
+    if machine is not None:
+        return machine
+    sampler = manifest.source("os_sampler")
+    wanted = sampler.details.get("machine")
+    if sampler.state == "recorded" and isinstance(wanted, dict) and wanted.get("hz"):
+        missing.append(f"machine: none ({wanted.get('error') or 'no reading written'})")
+    return Machine.empty()
 
 
 def _source_reason(manifest: Manifest, what: str) -> str:

@@ -112,6 +112,60 @@ PYTHON = Table(
 
 TABLES = {t.name: t for t in (THREADS, EVENTS, REGIONS, SAMPLES, PYTHON)}
 
+# The machine beside the workload (``Run.machine``, model/machine_samples.py): the OS sampler's
+# machine readings, a few a second. Counters are cumulative ns, as the kernel keeps them; -1
+# where a count was not there (a cgroup v2 without the cpu controller counts no periods).
+MACHINE_CPUS = Table(
+    "machine_cpus",
+    {
+        "t_ns": INT64,
+        "cpu": INT32,  # every CPU of the machine; the process's are manifest.host.cpu_affinity
+        "busy_ns": INT64,  # user + nice + system + irq + softirq (/proc/stat)
+        "idle_ns": INT64,  # idle + iowait
+        "steal_ns": INT64,  # taken by the hypervisor for other guests
+    },
+    "each CPU's time by kind, per machine reading",
+)
+
+MACHINE_PROCESSES = Table(
+    "machine_processes",
+    {
+        "t_ns": INT64,
+        "pid": INT64,
+        "cpu_ns": INT64,  # user + system time of all its threads (/proc/<pid>/stat)
+        "processor": INT32,  # the CPU its main thread last ran on (-1: not read)
+    },
+    "other processes' CPU time, per machine reading (only those whose CPU time grew)",
+)
+
+MACHINE_PROCESS_NAMES = Table(
+    "machine_process_names",
+    {
+        "pid": INT64,
+        "name": STRING,  # its comm (15 bytes); the last of its names
+        "role": CATEGORY,  # "recorder", "workload-child" or "other"
+        "started_ns": NULLABLE_INT,  # when it started, on the run's axis (often before 0)
+        "first_seen_ns": INT64,
+        "last_seen_ns": INT64,
+    },
+    "one row per process of machine_processes",
+)
+
+MACHINE_CGROUP = Table(
+    "machine_cgroup",
+    {
+        "t_ns": INT64,
+        "periods": INT64,  # quota enforcement periods (cpu.stat nr_periods)
+        "throttled_periods": INT64,  # periods in which the cgroup used its quota up
+        "throttled_ns": INT64,  # time its threads were held back for it
+        "usage_ns": INT64,  # CPU time of the whole cgroup
+    },
+    "the workload's cgroup CPU counters, per machine reading (the cgroup whose quota binds)",
+)
+MACHINE_TABLES = {
+    t.name: t for t in (MACHINE_CPUS, MACHINE_PROCESSES, MACHINE_PROCESS_NAMES, MACHINE_CGROUP)
+}
+
 # Computed from the tables above, not recorded, and exported beside them: the per-step table
 # is what a long training's report summarises (the breakdown's categories, as shares).
 STEPS = Table(

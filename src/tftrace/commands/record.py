@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from tftrace.errors import CliError
-from tftrace.tracer.options import DEFAULT_PYSPY_RATE, DEFAULT_SAMPLE_HZ
+from tftrace.tracer.options import DEFAULT_MACHINE_HZ, DEFAULT_PYSPY_RATE, DEFAULT_SAMPLE_HZ
 
 NAME = "record"
 HELP = "run a workload under the TF profiler, py-spy and an OS thread sampler"
@@ -76,6 +76,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="HZ",
         help=f"samples per second (default {DEFAULT_SAMPLE_HZ:g})",
     )
+    g.add_argument(
+        "--machine-hz",
+        type=float,
+        default=DEFAULT_MACHINE_HZ,
+        metavar="HZ",
+        help="readings per second of the machine beside the workload: each CPU's busy, idle "
+        "and steal time, other processes' CPU time, the cgroup's throttling "
+        f"(default {DEFAULT_MACHINE_HZ:g}; 0: none)",
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -84,8 +93,8 @@ def run(ns: argparse.Namespace) -> int:
 
     if (ns.delay is not None and ns.delay < 0) or (ns.duration is not None and ns.duration <= 0):
         raise CliError("record: --delay must be >= 0 and --duration > 0")
-    if ns.sample_hz <= 0 or ns.pyspy_rate <= 0:
-        raise CliError("record: rates must be positive")
+    if ns.sample_hz <= 0 or ns.pyspy_rate <= 0 or ns.machine_hz < 0:
+        raise CliError("record: rates must be positive (--machine-hz 0: no machine readings)")
     steps = _steps(ns)
     result = record(
         ns.target,
@@ -102,6 +111,7 @@ def run(ns: argparse.Namespace) -> int:
         pyspy_path=ns.pyspy_path,
         sampler=not ns.no_sampler,
         sample_hz=ns.sample_hz,
+        machine_hz=ns.machine_hz,
     )
     render_record_footer(result.run.path, result.manifest)
     return result.exit_code
