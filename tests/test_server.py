@@ -113,7 +113,7 @@ def test_pools_crowd_the_cores_fires_at_intra_cores_and_its_advice_is_confirmed(
     verified = {f["id"]: f for f in json.loads(proc.stdout)["findings"]}
     check = verified["pools-crowd-cores"]["verification"]
     assert check["status"] == "confirmed", check["reason"]
-    assert check["advised"] == {"intra": 1, "inter": CLIENTS}
+    assert check["advised"] == {"intra": 1, "inter": CLIENTS, "env": {}, "cpus": None}
 
 
 @NEEDS_QUIET_CORES

@@ -44,6 +44,8 @@ def test_ops_run_inline_is_confirmed_by_running_its_setting(tmp_path: Path):
         "inter": None,
         "expect": "faster",
         "objective": None,
+        "env": {},
+        "cpus": None,
     }
     check = inline["verification"]
     # the Thread pools tab shows the same outcome, read back from RUN/verify (nothing re-run)
@@ -51,8 +53,8 @@ def test_ops_run_inline_is_confirmed_by_running_its_setting(tmp_path: Path):
     assert shown["verification"]["status"] == check["status"]
     assert shown["verification"]["speedup"] == pytest.approx(check["speedup"], rel=1e-3)
     assert shown["verification"] == {**check, "speedup": shown["verification"]["speedup"]}
-    assert check["current"] == {"intra": 1, "inter": CPUS}
-    assert check["advised"] == {"intra": CPUS, "inter": CPUS}
+    assert check["current"] == {"intra": 1, "inter": CPUS, "env": {}, "cpus": None}
+    assert check["advised"] == {"intra": CPUS, "inter": CPUS, "env": {}, "cpus": None}
     assert check["status"] == "confirmed", check["reason"]
     # 1500^3 products split over 2 cores: 1.5-1.9x measured on 2 cores (docs/diagnosis.md)
     assert check["speedup"] >= 1.3 and check["runs"] == 5

@@ -111,6 +111,8 @@ def test_inline_ops_advise_one_intra_thread_per_core():
         "inter": None,
         "expect": "faster",
         "objective": None,
+        "env": {},
+        "cpus": None,
     }
     assert f.to_json()["verification"] is None
 

@@ -104,7 +104,7 @@ def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
     base: tuple[str, Path] | None = None
     others: dict[str, Path] = {}
     for s in settings if isinstance(settings, list) else []:
-        label = Setting(s.get("intra"), s.get("inter")).label()
+        label = Setting.from_json(s).label()
         if not s.get("recorded_run"):
             continue
         if s.get("is_baseline"):

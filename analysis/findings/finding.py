@@ -6,8 +6,16 @@ Findings are data: the rules (``tftrace.analysis.findings``) make them, renderer
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from tftrace.tracer.sweep_setting import (
+    cpus_words,
+    env_name_problem,
+    env_value_problem,
+    env_words,
+)
 
 
 class Severity(str, enum.Enum):
@@ -37,23 +45,46 @@ class Expect(str, enum.Enum):
 
 @dataclass(frozen=True)
 class AdvisedSetting:
-    """The thread setting a finding advises, machine-readable: the intra-op and inter-op pool
-    sizes to run with (None keeps the run's own), what the finding ``expect``s of it, and by
-    which measure (``objective``: None, the time per step; a server's "throughput", "p50" or
-    "p99").
+    """The setting a finding advises, machine-readable: the intra-op and inter-op pool sizes
+    to run with (None keeps the run's own), ``env``, environment variables to run with (e.g.
+    ``{"OPENBLAS_NUM_THREADS": "1"}``; any other keeps the run's own value), ``cpus``, the
+    count of usable CPUs to run on, pinned (None: all of them, as the run did), what the
+    finding ``expect``s of it, and by which measure (``objective``: None, the time per step;
+    a server's "throughput", "p50" or "p99").
     ``tftrace analyze --verify`` runs it beside the run's own setting. Example::
 
         for f in analysis.findings:
-            if f.setting:  # e.g. AdvisedSetting(intra=1, inter=None, expect=Expect.FASTER)
-                print(f.id, "try intra", f.setting.intra, "inter", f.setting.inter)
+            if f.setting:  # e.g. AdvisedSetting(intra=1, env={"OMP_NUM_THREADS": "1"})
+                print(f.id, "try", f.setting.label())  # "intra 1, OMP_NUM_THREADS=1"
     """
 
-    intra: int | None
-    inter: int | None
+    intra: int | None = None
+    inter: int | None = None
     expect: Expect = Expect.FASTER
     # What the claim is measured by: None, the time per step; for a server "throughput"
     # (requests per second), "p50" or "p99" (request latency).
     objective: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cpus: int | None = None
+
+    def __post_init__(self) -> None:
+        # A rule that advises what tftrace cannot apply is a bug: said when it is made.
+        for name, value in self.env.items():
+            if not isinstance(value, str):
+                raise ValueError(f"AdvisedSetting env: {name}: give its value as a string")
+            problem = env_name_problem(name) or env_value_problem(name, value)
+            if problem is not None:
+                raise ValueError(f"AdvisedSetting env: {problem}")
+        if self.cpus is not None and self.cpus < 1:
+            raise ValueError(f"AdvisedSetting cpus: {self.cpus} (give 1 or more, or None)")
+
+    def label(self) -> str:
+        """The advice in words, what it changes only: ``intra 1, OMP_NUM_THREADS=1, 1 CPU``."""
+        pools = (("intra", self.intra), ("inter", self.inter))
+        words = [f"{name} {v}" for name, v in pools if v is not None]
+        words += env_words(self.env.items())
+        words += [cpus_words(self.cpus)] if self.cpus is not None else []
+        return ", ".join(words) or "the run's own setting"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,7 +92,21 @@ class AdvisedSetting:
             "inter": self.inter,
             "expect": self.expect.value,
             "objective": self.objective,
+            "env": dict(self.env),
+            "cpus": self.cpus,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AdvisedSetting:
+        """``to_json``'s dict back; one written before ``env`` and ``cpus`` existed too."""
+        return cls(
+            data.get("intra"),
+            data.get("inter"),
+            Expect(data.get("expect") or Expect.FASTER.value),
+            data.get("objective"),
+            {str(k): str(v) for k, v in (data.get("env") or {}).items()},
+            data.get("cpus"),
+        )
 
 
 class Status(str, enum.Enum):
@@ -78,7 +123,10 @@ class Verification:
     ``current`` and ``advised`` pool sizes (intra, inter), ``speedup`` = the median of the
     pairwise ratios current time / advised time (> 1: the advice is faster), with its worst
     and best case from the two ranges, ``runs`` per setting, the ``status`` and a sentence
-    saying why (``reason``), and ``output``, the sweep directory that holds the runs. Example::
+    saying why (``reason``), and ``output``, the sweep directory that holds the runs.
+    What else each side ran with: ``current_env`` / ``advised_env``, the variables the advice
+    names (None: unset), and ``current_cpus`` / ``advised_cpus``, the CPUs it was pinned to
+    (None: all usable). Example::
 
         for f in tftrace.verify(run, analysis).findings:
             if f.verification:
@@ -94,12 +142,21 @@ class Verification:
     runs: int
     reason: str
     output: str | None = None
+    current_env: Mapping[str, str | None] = field(default_factory=dict)
+    advised_env: Mapping[str, str | None] = field(default_factory=dict)
+    current_cpus: int | None = None
+    advised_cpus: int | None = None
 
     def to_json(self) -> dict[str, Any]:
+        def side(
+            pools: tuple[int | None, int | None], env: Mapping[str, Any], cpus: int | None
+        ) -> dict[str, Any]:
+            return {"intra": pools[0], "inter": pools[1], "env": dict(env), "cpus": cpus}
+
         return {
             "status": self.status.value,
-            "current": {"intra": self.current[0], "inter": self.current[1]},
-            "advised": {"intra": self.advised[0], "inter": self.advised[1]},
+            "current": side(self.current, self.current_env, self.current_cpus),
+            "advised": side(self.advised, self.advised_env, self.advised_cpus),
             "speedup": round(self.speedup, 4),
             "speedup_range": [round(self.speedup_lo, 4), round(self.speedup_hi, 4)],
             "runs": self.runs,

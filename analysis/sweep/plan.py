@@ -1,5 +1,6 @@
-"""A sweep's arguments, checked before anything runs or is created: the settings, the
-baseline, what to time and by which objective (``session.sweep`` and ``sweep_settings``)."""
+"""A sweep's arguments, checked before anything runs or is created: the settings (every
+combination of the knobs' values, refused when there are too many to time), the baseline,
+what to time and by which objective (``session.sweep`` and ``sweep_settings``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from tftrace.tracer.options import DEFAULT_SWEEPS_DIR, RecordOptions, Target
 from tftrace.tracer.recorder import RecordError, check_target
 from tftrace.tracer.rundir import default_run_path
 from tftrace.tracer.sweep import Setting, SweepError, SweepOptions
+from tftrace.tracer.sweep_setting import Axes
 
 Values = str | Sequence[int] | None  # "1,2,4", [1, 2, 4], "auto", or None: leave the pool to TF
+Baseline = str | tuple[int | None, int | None] | Setting | None
+# More settings than this is a sweep no one meant: at 5 rounds of a few seconds a run, 128
+# settings already take most of an hour.
+MAX_SETTINGS = 128
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,29 @@ class Plan:
     explain: bool
     asked: dict[str, Any]  # sweep.json's "options": the arguments as given
     objective: Objective = Objective.THROUGHPUT
+    # The settings in words: how many, which knobs vary, the timed runs they make.
+    summary: str = ""
+
+
+def settings_of(axes: Axes) -> list[Setting]:
+    """Every combination of ``axes``, counted first: a product too large to time is refused
+    before it is built."""
+    count = axes.count()
+    if count > MAX_SETTINGS:
+        raise SweepError(
+            f"{count} settings ({axes.words()}) are too many to time (at most {MAX_SETTINGS}, "
+            "each run --repeat times): sweep fewer values"
+        )
+    return axes.settings()
+
+
+def summary(settings: Sequence[Setting], repeat: int, varies: str) -> str:
+    """``4 settings (intra 1,2 x OMP_NUM_THREADS 1,2), 5 rounds: 20 timed runs``."""
+    n = len(settings)
+    return (
+        f"{n} setting{'s' * (n != 1)} ({varies}), {repeat} round{'s' * (repeat != 1)}: "
+        f"{n * repeat} timed runs"
+    )
 
 
 def plan(
@@ -40,7 +69,7 @@ def plan(
     measure: Measure | str,
     marker: str | None,
     warmup_steps: int,
-    baseline: str | tuple[int | None, int | None] | None,
+    baseline: Baseline,
     record_each: bool,
     explain: bool,
     keep_script_settings: bool,
@@ -49,8 +78,12 @@ def plan(
     objective: Objective | str = Objective.THROUGHPUT,
     instances: list[int] | None = None,
     cpus: tuple[int, ...] = (),
+    varies: str = "",
 ) -> Plan:
-    """Check every argument before anything runs or is created."""
+    """Check every argument before anything runs or is created; ``cpus``: the CPUs the
+    sweep may use (default: this process's), ``varies``: which knobs vary, in words."""
+    if len(settings) > MAX_SETTINGS:
+        raise SweepError(f"{len(settings)} settings are too many to time (at most {MAX_SETTINGS})")
     if warmup_steps < 1:
         raise SweepError("--warmup-steps must be >= 1 (the first step traces the function)")
     if repeat < 1:
@@ -90,7 +123,7 @@ def plan(
         record_each=record_each,
         marker=marker,
         keep_script_settings=keep_script_settings,
-        cpus=cpus,
+        cpus=cpus or tuple(sorted(os.sched_getaffinity(0))),
     )
     asked = {
         **asked,
@@ -103,7 +136,9 @@ def plan(
         "objective": goal.value,
         "instances": instances,
     }
-    return Plan(options, _baseline(baseline, settings), how, warmup_steps, explain, asked, goal)
+    words = summary(settings, repeat, varies or "the settings given")
+    base = _baseline(baseline, settings)
+    return Plan(options, base, how, warmup_steps, explain, asked, goal, words)
 
 
 def as_text(values: Values) -> str | None:
@@ -113,11 +148,15 @@ def as_text(values: Values) -> str | None:
     return ",".join(str(v) for v in values)
 
 
-def _baseline(
-    wanted: str | tuple[int | None, int | None] | None, settings: list[Setting]
-) -> Setting:
+def _baseline(wanted: Baseline, settings: list[Setting]) -> Setting:
+    """The setting speedups are relative to: the first, the one given, or the first with
+    the pool sizes given (whatever its other knobs)."""
     if wanted is None:
         return settings[0]
+    if isinstance(wanted, Setting):
+        if wanted not in settings:
+            raise SweepError(f"--baseline {wanted.label()} is not one of the settings swept")
+        return wanted
     if isinstance(wanted, str):
         text = wanted
         try:

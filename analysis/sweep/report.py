@@ -11,9 +11,17 @@ from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.sweep.recommendation import measure_words, recommendation
 from tftrace.analysis.sweep.result import SweepResult, copies_of
-from tftrace.analysis.sweep.stats import FIGURE_COLUMNS, label, setting_key, setting_of
+from tftrace.analysis.sweep.stats import (
+    FIGURE_COLUMNS,
+    env_columns,
+    label,
+    setting_columns,
+    setting_key,
+    setting_of,
+)
 from tftrace.analysis.sweep.timing import Objective
-from tftrace.tracer.sweep import SWEEP_KIND
+from tftrace.tracer.sweep import SWEEP_KIND, Setting
+from tftrace.tracer.sweep_setting import ENV_NAME
 
 
 def _rate_name(result: SweepResult) -> str:
@@ -28,23 +36,26 @@ def render(result: SweepResult) -> None:
     console = make_console()
     recorded = bool(result.recorded)
     latency = result.shows_latency
+    knobs = _knob_columns(result.table)
 
     console.print(
-        f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · timed: "
+        f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · "
+        + (f"{_crossed(result.table)} · " if knobs else "")
+        + "timed: "
         + "; ".join(result.bases)
         + (f" · decided by: {measure_words(result)}" if latency else ""),
         markup=False,
         highlight=False,
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    columns = ["", "intra", "inter", "n", result.unit, "±", "speedup", "CPU"]
+    columns = ["", "intra", "inter", *knobs, "n", result.unit, "±", "speedup", "CPU"]
     rate = "req/s" if result.server else "steps/s"
     if latency:
         star = {Objective.THROUGHPUT: rate, Objective.P50: "p50 ms", Objective.P99: "p99 ms"}
         shown = [rate, "p50 ms", "p99 ms"]
         shown = [f"{c}*" if c == star[result.objective] else c for c in shown]
         pinned = ["copies"] if result.instances else []
-        columns = ["", *pinned, "intra", "inter", "n", *shown, "±", "gain", "CPU"]
+        columns = ["", *pinned, "intra", "inter", *knobs, "n", *shown, "±", "gain", "CPU"]
     # A server's table is wide already: its recorded runs are told in lines below it.
     recorded_columns = recorded and not latency
     if recorded_columns:
@@ -59,10 +70,12 @@ def render(result: SweepResult) -> None:
         tag = "base" if r["is_baseline"] else ""
         if i == v.recommended and v.kind == "faster":
             tag = "use"
+        knob_cells = _knob_cells(r, knobs)
         cells = [
             tag,
             _pool_value(r["intra"]),
             _pool_value(r["inter"]),
+            *knob_cells,
             str(int(r["runs"])),
             f"{r['median_s']:.4g}",
             f"{r['spread'] / 2:.1%}",
@@ -76,6 +89,7 @@ def render(result: SweepResult) -> None:
                 *pinned,
                 _pool_value(r["intra"]),
                 _pool_value(r["inter"]),
+                *knob_cells,
                 str(int(r["runs"])),
                 fmt(r["per_s"], ".4g"),
                 fmt(r["p50_ms"], ".3g"),
@@ -152,6 +166,52 @@ def _pool_value(value: Any) -> str:
     return "-" if is_missing(value) else "0=TF" if value == 0 else str(int(value))
 
 
+def _knob_columns(table: pd.DataFrame) -> list[str]:
+    """The table's columns beyond the pools: one per variable swept, and cpus if pinned."""
+    return env_columns(table) + (["cpus"] if "cpus" in table.columns else [])
+
+
+def _crossed(table: pd.DataFrame) -> str:
+    """``4 settings: intra 1,2 x OMP_NUM_THREADS 1,2``: how many, and the knobs that vary."""
+    varied = []
+    for name in setting_columns(table):
+        values = list(dict.fromkeys(_cell(r, name) for _, r in table.iterrows()))
+        if len(values) > 1:
+            varied.append(f"{name} {','.join(values)}")
+    n = len(table)
+    return f"{n} setting{'s' * (n != 1)}" + (f": {' x '.join(varied)}" if varied else "")
+
+
+def _knob_cells(row: pd.Series, knobs: list[str]) -> list[str]:
+    return [_cell(row, k) for k in knobs]
+
+
+def _cell(row: pd.Series, name: str) -> str:
+    """One knob of a row: a pool's size, the CPUs (``all``: not pinned), a variable's value
+    (``unset``: removed)."""
+    value = row[name]
+    if name in ("intra", "inter", "instances", "cores"):
+        return _pool_value(value)
+    if is_missing(value):
+        return "all" if name == "cpus" else "unset"
+    return str(_clean(value))
+
+
+def _nest_env(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as sweep.json writes it: its variables (columns in capitals) in one ``env``
+    dict, where the first of them stood."""
+    names = [k for k in row if ENV_NAME.fullmatch(k)]
+    if not names:
+        return row
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k == names[0]:
+            out["env"] = {n: row[n] for n in names}
+        if k not in names:
+            out[k] = v
+    return out
+
+
 def _clean(value: Any) -> Any:
     if is_missing(value):
         return None
@@ -184,7 +244,7 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
         names = {"per_s": rate, **({"steps": "requests"} if result.server else {})}
         return [{names.get(k, k): x for k, x in row.items()} for row in rows]
 
-    table = shown(records(result.table))
+    table = [_nest_env(row) for row in shown(records(result.table))]
     copies = copies_of(result)
     for row, (_, r) in zip(table, result.table.iterrows(), strict=True):
         if setting_key(r) in copies:
@@ -196,7 +256,10 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
             row["main_finding"] = view.finding.id if view.finding else None
             row["concurrency_over"] = view.concurrency_over
             row["recorded_run"] = where(view.path)
-    runs = shown(records(result.runs.drop(columns=["intra_calls", "inter_calls"])))
+    runs = [
+        _nest_env(r)
+        for r in shown(records(result.runs.drop(columns=["intra_calls", "inter_calls"])))
+    ]
     for run in runs:
         run["path"] = where(run["path"])
         if isinstance(run.get("copies"), list):
@@ -241,14 +304,12 @@ def document(result: SweepResult) -> dict[str, Any]:
 
 
 def _setting(row: dict[str, Any]) -> dict[str, Any]:
-    out = {"intra": row["intra"], "inter": row["inter"]}
-    if "instances" in row:
-        out.update(instances=row["instances"], cores=row["cores"])
-    return out
+    return Setting.from_json(row).to_json()
 
 
 def plot(result: SweepResult, path: Path) -> Path:
-    """Speedup against intra-op threads, one line per inter-op value, with the ideal line."""
+    """Speedup against intra-op threads, one line per value of the other knobs (inter-op,
+    variables, CPUs), with the ideal line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -258,8 +319,12 @@ def plot(result: SweepResult, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
     if result.instances:
         return _plot_instances(result, path, fig, ax, plt)
-    x_of = t["intra"].astype("Float64").fillna(0).replace(0, result.cpus).astype(float)
-    for inter, rows in t.assign(x=x_of).groupby(t["inter"].astype("string").fillna("default")):
+    settings = [setting_of(r) for _, r in t.iterrows()]
+    # TF's default intra-op pool: one thread per CPU the process may use
+    x_of = [s.intra or s.cpus or result.cpus for s in settings]
+    # one line per setting of everything but the intra-op pool
+    lines = [" · ".join(s.words()[1:]) for s in settings]
+    for line, rows in t.assign(x=x_of, line=lines).groupby("line", sort=False):
         rows = rows.sort_values("x")
         ax.errorbar(
             rows["x"],
@@ -267,19 +332,22 @@ def plot(result: SweepResult, path: Path) -> Path:
             yerr=[rows["speedup"] - rows["speedup_lo"], rows["speedup_hi"] - rows["speedup"]],
             marker="o",
             capsize=3,
-            label=f"inter {inter}",
+            label=line,
         )
-    base = t[t["is_baseline"]].iloc[0]
-    base_x = result.cpus if pd.isna(base["intra"]) or base["intra"] == 0 else int(base["intra"])
+    i = int(t.index[t["is_baseline"]][0])
+    base, base_x = t.loc[i], x_of[i]
     xs = sorted(set(x_of))
-    ax.plot(xs, [min(x, result.cpus) / base_x for x in xs], ":", color="grey", label="ideal")
+    cores = settings[i].cpus or result.cpus  # the baseline's: what its threads could use
+    ax.plot(xs, [min(x, cores) / base_x for x in xs], ":", color="grey", label="ideal")
     ax.axvline(result.cpus, color="black", linewidth=0.8, linestyle="--")
     ax.text(result.cpus, ax.get_ylim()[1], f" {result.cpus} CPUs", va="top", fontsize=8)
     ax.set_xlabel("intra-op threads")
-    if result.shows_latency:
-        ax.set_ylabel(f"gain in {measure_words(result)} over {label(base)}")
+    gain = f"gain in {measure_words(result)}" if result.shows_latency else "speedup"
+    if settings[i].env_vars or settings[i].cpus is not None:  # too long for the axis
+        ax.set_ylabel(f"{gain} over the baseline")
+        ax.set_title(f"baseline: {label(base)}", fontsize=9)
     else:
-        ax.set_ylabel(f"speedup over {label(base)}")
+        ax.set_ylabel(f"{gain} over {label(base)}")
     return _save(fig, ax, plt, xs, path)
 
 

@@ -30,6 +30,7 @@ from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import Manifest
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting, TimedRun
+from tftrace.tracer.sweep_setting import cpus_words
 
 # Copies whose windows share less than this of the longest one did not run at once.
 TOGETHER = 0.5
@@ -77,8 +78,9 @@ class SweepResult:
     table: pd.DataFrame
     verdict: Verdict
     warnings: list[str]
-    # By ``Setting.key()``: (intra, inter), with the instances when the sweep ran copies.
-    recorded: dict[tuple[int | None, ...], RecordedView] = field(default_factory=dict)
+    # By ``Setting.key()``: (intra, inter), with the instances when the sweep ran copies,
+    # then the CPUs and variables where the settings have them.
+    recorded: dict[tuple[Any, ...], RecordedView] = field(default_factory=dict)
     output: Path | None = None  # the sweep directory, once written
     options: dict[str, Any] = field(default_factory=dict)  # sweep.json's "options"
     created: str | None = None  # when sweep.json was written (ISO 8601)
@@ -110,13 +112,13 @@ class SweepResult:
         return recommendation(self)
 
 
-def copies_of(result: SweepResult) -> dict[tuple[int | None, ...], list[dict[str, Any]]]:
+def copies_of(result: SweepResult) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Per setting with instances (by ``Setting.key()``), each copy's figures: its CPUs
     (from the first round) and the medians over the rounds of its ``per_s`` and latency."""
     if "copies" not in result.runs.columns:
         return {}
     keys = [setting_of(r).key() for _, r in result.runs.iterrows()]
-    out: dict[tuple[int | None, ...], list[dict[str, Any]]] = {}
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for key in dict.fromkeys(keys):
         mine = result.runs[[k == key for k in keys]]
         frame = pd.DataFrame([c for copies in mine["copies"] for c in copies])
@@ -195,15 +197,16 @@ def override_warnings(runs: pd.DataFrame, cpus: int) -> list[str]:
 def build(
     rows: Sequence[dict[str, Any]],
     cpus: int,
-    baseline: tuple[int | None, ...],
+    baseline: Setting | tuple[int | None, ...],
     target: list[str],
     objective: Objective | str = Objective.THROUGHPUT,
 ) -> SweepResult:
     """The result from the runs' rows, as ``time_run`` (or ``time_copies``) gives them;
-    ``baseline`` is the baseline's ``Setting.key()``."""
+    ``baseline`` is the baseline ``Setting`` (or its pools: (intra, inter[, instances]));
+    ``cpus``, the CPUs the sweep may use."""
     objective = as_objective(objective)
     runs = pd.DataFrame(rows)
-    for key in ("intra", "inter", "instances", "cores"):
+    for key in ("intra", "inter", "instances", "cores", "cpus"):
         if key in runs.columns:
             runs[key] = runs[key].astype("Int64")
     for name in FIGURE_COLUMNS:
@@ -213,9 +216,13 @@ def build(
     table = summarize(runs, baseline)
     warnings = override_warnings(runs, cpus)
     for i in beyond_cpus(table, cpus):
+        pinned = setting_of(table.loc[i]).cpus
+        than = f"the {cpus} CPUs this process may use"
+        if pinned is not None:
+            than = f"the {cpus_words(pinned)} it is pinned to"
         warnings.append(
-            f"{label(table.loc[i])} asks for more threads in one pool than the {cpus} CPUs "
-            "this process may use: it measures oversubscription"
+            f"{label(table.loc[i])} asks for more threads in one pool than {than}: it "
+            "measures oversubscription"
         )
     bases = list(dict.fromkeys(runs["basis"]))
     if len(bases) > 1:
@@ -307,7 +314,7 @@ def load_sweep(path: Path) -> SweepResult:
     options = data.get("options") or {}
     groups: list[list[TimedRun]] = []
     for r in data.get("runs") or []:
-        setting = Setting(r["intra"], r["inter"], r.get("instances"), r.get("cores"))
+        setting = Setting.from_json(r)
         copies = r.get("copies")
         if copies is None:
             groups.append([_timed(path / r["path"], setting, r["round"], r["wall_s"], r)])
@@ -335,24 +342,19 @@ def load_sweep(path: Path) -> SweepResult:
         else time_run(g[0], how, marker, warmup, objective)
         for g in groups
     ]
-    cpus = data.get("cpus") if groups[0][0].copy is not None else None
+    cpus = data.get("cpus")  # the sweep's CPUs: a pinned run's manifest has fewer
     result = build(
         rows,
         int(cpus) if cpus else usable_cpus(groups[0][0].manifest),
-        _key_of(base),
+        Setting.from_json(base),
         list(data.get("target") or []),
         objective,
     )
     result.warnings[:] = list(data.get("warnings") or [])
     for s in data["settings"]:
         if s.get("recorded_run"):
-            result.recorded[_key_of(s)] = recorded_view(path / s["recorded_run"])
+            result.recorded[Setting.from_json(s).key()] = recorded_view(path / s["recorded_run"])
     return replace(result, output=path, options=options, created=data.get("created"))
-
-
-def _key_of(row: dict[str, Any]) -> tuple[int | None, ...]:
-    """``Setting.key()`` of a setting as sweep.json writes it."""
-    return Setting(row["intra"], row["inter"], row.get("instances"), row.get("cores")).key()
 
 
 def _timed(

@@ -1,5 +1,6 @@
 """One timed run (or a setting's copies run at once) as a row of a sweep's runs table: its
-timing (``timing.py``), the figure its objective compares, and the pool sizes it really had.
+setting (``Setting.columns``: pools, CPUs, variables), its timing (``timing.py``), the figure
+its objective compares, and the pool sizes it really had.
 
 Inputs are the timed runs' records (``TimedRun``: the run directory, the setting asked for,
 what the parent measured); this module reads their files and never runs anything.
@@ -64,8 +65,7 @@ def time_run(
     timing = _timing(facts, how, marker, warmup)
     cpus = usable_cpus(facts.manifest)
     row: dict[str, Any] = {
-        "intra": facts.setting.intra,
-        "inter": facts.setting.inter,
+        **facts.setting.columns(),
         "round": facts.round,
         "time_s": timing.figure(objective),
         "span_s": timing.seconds,
@@ -122,10 +122,7 @@ def time_copies(
         together = max(shared, 0) / max(e - s for s, e in windows)
     first = copies[0]
     row: dict[str, Any] = {
-        "intra": first.setting.intra,
-        "inter": first.setting.inter,
-        "instances": first.setting.instances,
-        "cores": first.setting.cores,
+        **first.setting.columns(),
         "round": first.round,
         "time_s": time_s,
         "span_s": max(t.seconds for t in timings),

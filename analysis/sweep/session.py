@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tftrace.analysis.sweep.plan import Plan, Values, as_text
+from tftrace.analysis.sweep.plan import Baseline, Plan, Values, as_text, settings_of
 from tftrace.analysis.sweep.plan import plan as make_plan
 from tftrace.analysis.sweep.report import document, plot
 from tftrace.analysis.sweep.result import SweepResult, build, recorded_view
@@ -36,13 +36,12 @@ from tftrace.tracer.sweep import (
     Setting,
     SweepError,
     TimedRun,
-    grid,
-    instance_grid,
     parse_instances,
     parse_values,
     run_recorded,
     run_timed,
 )
+from tftrace.tracer.sweep_setting import Axes, EnvSpec, parse_cpus, parse_env
 
 PLOT_FILE = "speedup.png"
 
@@ -50,7 +49,8 @@ PLOT_FILE = "speedup.png"
 @dataclass(frozen=True)
 class SweepProgress:
     """Where a sweep is: ``done`` of ``total`` runs have finished; ``text`` says which runs now.
-    ``total`` grows once, when the runs that explain the verdict are planned."""
+    ``total`` grows once, when the runs that explain the verdict are planned. The first one,
+    before any run, says the plan: how many settings, which knobs vary, how many runs."""
 
     text: str
     done: int
@@ -76,7 +76,7 @@ def sweep(
     measure: Measure | str = Measure.AUTO,
     marker: str | None = None,
     warmup_steps: int = 1,
-    baseline: str | tuple[int | None, int | None] | None = None,
+    baseline: Baseline = None,
     record_each: bool = False,
     explain: bool = True,
     keep_script_settings: bool = False,
@@ -85,16 +85,20 @@ def sweep(
     progress: Callable[[SweepProgress], None] | None = None,
     objective: Objective | str = Objective.THROUGHPUT,
     instances: str | Sequence[int] | None = None,
+    env: EnvSpec = None,
+    cpus: str | Sequence[int] | None = None,
 ) -> SweepResult:
-    """Time ``target`` under each thread setting, in fresh processes, and say which to use.
+    """Time ``target`` under each setting, in fresh processes, and say which to use.
 
-    Each setting (intra-op x inter-op pool sizes) runs ``repeat`` times, each run a fresh
-    process whose pools are sized through ``TF_NUM_INTRAOP_THREADS`` /
-    ``TF_NUM_INTEROP_THREADS``, in rounds that interleave the settings (A B C A B C ...) so that
-    a noisy minute hits all of them. Only a step timer runs inside them: what is timed is the
-    workload's steady state (its steps after the warm-up ones), a marker's blocks, or with
-    ``measure`` the script or the process. Then the baseline (and the recommended setting) is
-    recorded once with every source and analysed: its main finding explains the verdict.
+    Each setting (every combination of intra-op x inter-op pool sizes x environment variables
+    x CPU counts) runs ``repeat`` times, each run a fresh process whose pools are sized through
+    ``TF_NUM_INTRAOP_THREADS`` / ``TF_NUM_INTEROP_THREADS``, with the setting's variables in its
+    environment and pinned to its CPUs, in rounds that interleave the settings (A B C A B C
+    ...) so that a noisy minute hits all of them. Only a step timer runs inside them: what is
+    timed is the workload's steady state (its steps after the warm-up ones), a marker's
+    blocks, or with ``measure`` the script or the process. Then the baseline (and the
+    recommended setting) is recorded once with every source and analysed: its main finding
+    explains the verdict.
 
     A server (``tf.function`` calls, or ``Trace(..., step_num=)`` blocks, on two or more
     threads at once) is timed by its requests: requests/s after the warm-up, and their
@@ -113,7 +117,8 @@ def sweep(
         marker: time only the workload's ``tf.profiler.experimental.Trace(marker)`` blocks.
         warmup_steps: steps left out before the steady state starts (>= 1: the first traces).
         baseline: the setting speedups are relative to: ``(intra, inter)``, or ``"INTRA,INTER"``
-            with ``-`` for a pool left to TF; by default the first setting.
+            with ``-`` for a pool left to TF (the first setting with those sizes, whatever its
+            variables and CPUs), or a ``Setting``; by default the first setting.
         record_each: record and analyse one run of every setting (pool concurrency, finding).
         explain: record the baseline and the recommended setting to explain the verdict.
         keep_script_settings: apply the workload's own ``tf.config.threading`` setter calls.
@@ -131,6 +136,13 @@ def sweep(
             another). More copies than usable CPUs are refused. Each copy's pools are
             sized to its share unless ``intra`` / ``inter`` give sizes (``intra="auto"``
             sizes them to the share too); their steps or requests per second are summed.
+        env: environment variables to cross with the pool sizes, each with its values:
+            ``{"OMP_NUM_THREADS": [1, 2], "TF_ENABLE_ONEDNN_OPTS": "0,1"}`` (values are
+            strings; names in capitals, not the pools' own variables nor ones that choose
+            which code runs, such as ``LD_*`` or ``PYTHON*``).
+        cpus: CPU counts to cross with the rest, ``"1,2"`` or ``[1, 2]``: each runs the
+            process pinned (before it starts, so TF sizes its default pools by them) to the
+            first K of the CPUs this process may use. Not with ``instances``.
 
     Returns:
         The ``SweepResult``: ``recommended`` (the ``Setting`` to use), ``recommendation`` (the
@@ -153,26 +165,27 @@ def sweep(
         for line in result.recommendation:
             print(line)
         print(result.table[["intra", "inter", "median_s", "speedup"]])
+
+        # oneDNN on and off at each pool size: its effect flips with the thread count
+        crossed = tftrace.sweep("train.py", intra=[1, 2], env={"TF_ENABLE_ONEDNN_OPTS": [0, 1]})
+        print(crossed.table[["intra", "TF_ENABLE_ONEDNN_OPTS", "median_s", "speedup"]])
     """
     intra_text, inter_text = as_text(intra), as_text(inter)
     usable = tuple(sorted(os.sched_getaffinity(0)))
-    cpus = len(usable)
-    counts = parse_instances(as_text(instances), cpus)
-    if counts is None:
-        settings = grid(
-            parse_values(intra_text, cpus, "intra"), parse_values(inter_text, cpus, "inter")
-        )
-    else:
-        intra_values = [None] if intra_text == "auto" else parse_values(intra_text, cpus, "intra")
-        inter_values = [None] if inter_text == "auto" else parse_values(inter_text, cpus, "inter")
-        settings = instance_grid(counts, intra_values, inter_values, cpus)
+    axes = _axes(intra_text, inter_text, as_text(instances), env, as_text(cpus), len(usable))
     plan = make_plan(
         as_target(target, args),
-        settings,
-        asked={"intra": intra_text, "inter": inter_text},
+        settings_of(axes),
+        asked={
+            "intra": intra_text,
+            "inter": inter_text,
+            **({"env": {n: v for n, v in axes.env}} if axes.env else {}),
+            **({"cpus": axes.cpus} if axes.cpus != [None] else {}),
+        },
         objective=objective,
-        instances=counts,
+        instances=axes.instances,
         cpus=usable,
+        varies=axes.words(),
         repeat=repeat,
         measure=measure,
         marker=marker,
@@ -185,6 +198,37 @@ def sweep(
         name=name,
     )
     return _Sweep(plan, progress or _quiet).run()
+
+
+def _axes(
+    intra: str | None,
+    inter: str | None,
+    instances: str | None,
+    env: EnvSpec,
+    cpus: str | None,
+    usable: int,
+) -> Axes:
+    """The knobs' values, each parsed and checked: pools (with instances, ``auto`` and a
+    pool not given are each copy's share), variables, CPU counts."""
+    counts = parse_instances(instances, usable)
+    if counts is not None and cpus is not None:
+        raise SweepError("--cpus and --instances both choose the CPUs: give one of them")
+    intra_values: list[int | None]
+    inter_values: list[int | None]
+    if counts is not None:
+        intra_values = [None] if intra == "auto" else parse_values(intra, usable, "intra")
+        inter_values = [None] if inter == "auto" else parse_values(inter, usable, "inter")
+    else:
+        intra_values = parse_values(intra, usable, "intra")
+        inter_values = parse_values(inter, usable, "inter")
+    return Axes(
+        intra_values,
+        inter_values,
+        parse_env(env),
+        parse_cpus(cpus, usable),
+        counts,
+        usable,
+    )
 
 
 def sweep_settings(
@@ -207,12 +251,13 @@ def sweep_settings(
         measure=Measure.AUTO,
         marker=None,
         warmup_steps=warmup_steps,
-        baseline=(baseline.intra, baseline.inter),
+        baseline=baseline,
         record_each=False,
         explain=False,
         keep_script_settings=False,
         output=output,
         name=None,
+        varies="the run's own and each advised",
     )
     return _Sweep(plan, progress or _quiet).run()
 
@@ -238,6 +283,7 @@ class _Sweep:
     def run(self) -> SweepResult:
         """Time, judge, explain, write; on Ctrl-C, write what finished."""
         result: SweepResult | None = None
+        self.progress(SweepProgress(self.plan.summary, 0, self.total))
         try:
             self._time_all()
             result = self._result()
@@ -277,12 +323,12 @@ class _Sweep:
         base = self.plan.baseline
         if base not in {r.setting for r in self.runs}:  # interrupted before the baseline ran
             base = self.runs[0].setting
-        if self.runs[0].copy is None:
-            cpus = usable_cpus(self.runs[0].manifest)
-        else:  # each copy's manifest has its own share
+        if any(r.cpus for r in self.runs):  # a pinned run's manifest has fewer
             cpus = len(self.options.cpus)
+        else:
+            cpus = usable_cpus(self.runs[0].manifest)
         target = self.options.target.argv()
-        return build(self.rows, cpus, base.key(), target, self.plan.objective)
+        return build(self.rows, cpus, base, target, self.plan.objective)
 
     def _to_record(self, result: SweepResult) -> list[Setting]:
         """Every setting with ``record_each``, else the baseline and the recommended one."""

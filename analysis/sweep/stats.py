@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from tftrace.tracer.sweep import Setting
+from tftrace.tracer.sweep_setting import ENV_NAME
 
 MIN_REPEATS = 3  # fewer repeats give no spread worth judging
 MIN_GAIN = 0.03  # differences below 3 % are not worth a setting, even when consistent
@@ -28,31 +29,45 @@ RUN_COLUMNS = ("intra", "inter", "round", "time_s", "cpu_util")
 # Figures of a run beside its time, each summarized by its median over the runs: steps (a
 # server's requests) per second and the latency percentiles (``timing.Latency``).
 FIGURE_COLUMNS = ("per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms")
-KEY_COLUMNS = ("intra", "inter", "instances")
+
+
+def env_columns(df: pd.DataFrame | pd.Series) -> list[str]:
+    """A table's environment knobs: the columns named in capitals (every other is lower case)."""
+    names = df.columns if isinstance(df, pd.DataFrame) else df.index
+    return [str(c) for c in names if ENV_NAME.fullmatch(str(c))]
+
+
+def setting_columns(df: pd.DataFrame) -> list[str]:
+    """The columns that say a row's setting: pools, copies, CPUs pinned to, variables."""
+    pools = [c for c in ("intra", "inter", "instances", "cores") if c in df.columns]
+    return pools + env_columns(df) + (["cpus"] if "cpus" in df.columns else [])
 
 
 def _key(df: pd.DataFrame) -> pd.Series:
-    key = df["intra"].astype("string").fillna("-") + "/" + df["inter"].astype("string").fillna("-")
-    if "instances" in df.columns:
-        key = key + "/" + df["instances"].astype("string").fillna("-")
-    return key
+    return pd.Series([repr(setting_of(r).key()) for _, r in df.iterrows()], index=df.index)
 
 
-def summarize(runs: pd.DataFrame, baseline: tuple[int | None, ...]) -> pd.DataFrame:
+def _as_setting(baseline: Setting | tuple[int | None, ...]) -> Setting:
+    """A baseline given as a ``Setting``, or as (intra, inter[, instances])."""
+    if isinstance(baseline, Setting):
+        return baseline
+    return Setting(baseline[0], baseline[1], baseline[2] if len(baseline) > 2 else None)
+
+
+def summarize(runs: pd.DataFrame, baseline: Setting | tuple[int | None, ...]) -> pd.DataFrame:
     """One row per setting, in the order the settings first appear.
 
     Columns: intra, inter, runs, median_s, min_s, max_s, spread (max-min over the
     median), speedup (baseline median / median), speedup_lo / speedup_hi (worst and best
     case from the two ranges), cpu_util (median), is_baseline; with instances (a column of
-    ``runs``) also instances and cores; the medians of ``FIGURE_COLUMNS`` where ``runs`` has
-    them. ``baseline`` is the baseline setting's ``Setting.key()``.
+    ``runs``) also instances and cores; cpus and one column per environment variable where
+    ``runs`` has them; the medians of ``FIGURE_COLUMNS`` where ``runs`` has them.
+    ``baseline`` is the baseline ``Setting`` (or its pools, as (intra, inter[, instances])).
     """
     runs = runs.assign(_key=_key(runs))
     order = list(dict.fromkeys(runs["_key"]))
     g = runs.groupby("_key", sort=False)
-    columns = {"intra": g["intra"].first(), "inter": g["inter"].first()}
-    if "instances" in runs.columns:
-        columns.update(instances=g["instances"].first(), cores=g["cores"].first())
+    columns = {name: g[name].first() for name in setting_columns(runs)}
     columns.update(
         runs=g["time_s"].count(),
         median_s=g["time_s"].median(),
@@ -66,14 +81,13 @@ def summarize(runs: pd.DataFrame, baseline: tuple[int | None, ...]) -> pd.DataFr
                 pd.to_numeric(runs[name], errors="coerce").groupby(runs["_key"]).median()
             )
     table = pd.DataFrame(columns).loc[order]
-    named = dict(zip(KEY_COLUMNS, baseline, strict=False))
-    base_key = _key(pd.DataFrame({k: [v] for k, v in named.items()}).astype("Int64"))
-    base = table.loc[base_key.iloc[0]]
+    base_key = repr(_as_setting(baseline).key())
+    base = table.loc[base_key]
     table["spread"] = (table["max_s"] - table["min_s"]) / table["median_s"]
     table["speedup"] = base["median_s"] / table["median_s"]
     table["speedup_lo"] = base["min_s"] / table["max_s"]
     table["speedup_hi"] = base["max_s"] / table["min_s"]
-    table["is_baseline"] = table.index == base_key.iloc[0]
+    table["is_baseline"] = table.index == base_key
     return table.reset_index(drop=True)
 
 
@@ -103,9 +117,12 @@ def verdict(table: pd.DataFrame, cpus: int) -> Verdict:
         slower = tuple(int(i) for i in table.index if faster(table.loc[base], table.loc[i]))
         return Verdict("no-difference", base, fastest, slower, tied)
     threads = _threads(table, cpus)
-    # Among those within noise: one process before several, then the fewest threads.
-    copies = {int(i): int(setting_of(r).instances or 1) for i, r in table.iterrows()}
-    pick = min(tied, key=lambda i: (copies[i], threads[i], table.loc[i, "median_s"]))
+    # Among those within noise: one process before several, then the fewest CPUs pinned to,
+    # then the fewest threads.
+    settings = {int(i): setting_of(r) for i, r in table.iterrows()}
+    copies = {i: s.instances or 1 for i, s in settings.items()}
+    held = {i: s.cpus or cpus for i, s in settings.items()}
+    pick = min(tied, key=lambda i: (copies[i], held[i], threads[i], table.loc[i, "median_s"]))
     slower = tuple(int(i) for i in table.index if faster(table.loc[pick], table.loc[i]))
     return Verdict("faster", pick, fastest, slower, tied)
 
@@ -117,13 +134,22 @@ def _number(row: pd.Series, key: str) -> int | None:
 
 def setting_of(row: pd.Series) -> Setting:
     """The ``Setting`` of a table (or runs) row: None where the sweep left a pool to TF;
-    its instances and cores where the sweep ran copies."""
-    return Setting(*(_number(row, k) for k in ("intra", "inter", "instances", "cores")))
+    its instances and cores where the sweep ran copies; its CPUs and variables (a missing
+    value: the variable removed) where the sweep set them."""
+    intra, inter, instances, cores, cpus = (
+        _number(row, k) for k in ("intra", "inter", "instances", "cores", "cpus")
+    )
+    env = tuple((n, None if _missing(row[n]) else str(row[n])) for n in env_columns(row))
+    return Setting(intra, inter, instances, cores, env, cpus)
 
 
-def setting_key(row: pd.Series) -> tuple[int | None, ...]:
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def setting_key(row: pd.Series) -> tuple[Any, ...]:
     """``Setting.key()`` of a table row: (intra, inter), None where the sweep left the pool
-    to TF, and the instances where the sweep ran copies."""
+    to TF, the instances where the sweep ran copies, then its CPUs and variables."""
     return setting_of(row).key()
 
 
@@ -142,10 +168,12 @@ def _threads(table: pd.DataFrame, cpus: int) -> dict[int, int]:
 
 
 def beyond_cpus(table: pd.DataFrame, cpus: int) -> list[int]:
-    """Rows whose intra- or inter-op pool alone has more threads than the usable CPUs."""
+    """Rows whose intra- or inter-op pool alone has more threads than the usable CPUs (or
+    than the CPUs the row's setting is pinned to)."""
     over = []
     for i, r in table.iterrows():
-        if any(not pd.isna(v) and v > cpus for v in (r["intra"], r["inter"])):
+        limit = setting_of(r).cpus or cpus
+        if any(not pd.isna(v) and v > limit for v in (r["intra"], r["inter"])):
             over.append(int(i))
     return over
 

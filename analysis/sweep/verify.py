@@ -15,13 +15,19 @@ server's runs are timed by their requests, so that is seconds per request); ``"t
 steps or requests per second (the claim: more of them; compared as seconds per one); ``"p50"``
 or ``"p99"``, the latency percentile of the runs' requests (the claim: a lower one). The
 same timed runs serve every objective; the reason names the measure.
+
+A setting may go beyond the pools: its ``env`` variables are set in the advised runs' environment
+and its ``cpus`` pins them to the first K of the CPUs this process may use. The run's own
+setting keeps the value the recording had of each variable any finding advises (the manifest's
+``env``; unset where the recording did not have it), so that both sides differ in the advice
+alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,58 +50,25 @@ from tftrace.analysis.sweep.stats import (
     MIN_REPEATS,
     p_faster,
     pairwise_speedup,
+    setting_of,
 )
 from tftrace.analysis.sweep.timing import Objective, TimingError, as_objective
+from tftrace.analysis.sweep.verify_setting import (  # noqa: F401  (re-exported: the API's names)
+    VerifyError,
+    advised,
+    current_setting,
+    recorded_value,
+    sized_by_cpus,
+    workload_of,
+)
 from tftrace.errors import TftraceError
-from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT, Target
+from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 from tftrace.tracer.sweep import Setting
 
 VERIFY_DIR = "verify"
 # "Not slower": not slower beyond noise, and typically (the pairwise median) no more than 5 %
 # slower, so that noise too large to judge does not confirm a setting whose runs are slower.
 NOT_SLOWER_TOLERANCE = 0.05
-
-
-class VerifyError(TftraceError):
-    """A run that cannot be verified: a bare trace, a workload that is gone, unknown sizes."""
-
-
-def advised(setting: AdvisedSetting, current: Setting) -> Setting:
-    """The pool sizes a finding advises, with the run's own where it keeps a pool."""
-    return Setting(
-        current.intra if setting.intra is None else setting.intra,
-        current.inter if setting.inter is None else setting.inter,
-    )
-
-
-def current_setting(run: Run) -> Setting:
-    """The pool sizes the run had, as numbers (a verify run must reproduce them)."""
-    intra, inter = run.manifest.pool("intra_op").size, run.manifest.pool("inter_op").size
-    if not intra or not inter:
-        raise VerifyError(
-            f"{run.path}: the manifest does not say the pool sizes the run had; --verify "
-            "needs them to re-run the workload as it was"
-        )
-    return Setting(intra, inter)
-
-
-def workload_of(run: Run) -> Target:
-    """The recorded workload, its script's path made absolute from the recorded directory."""
-    target = run.manifest.target
-    if not run.manifest.exists or target is None:
-        raise VerifyError(
-            f"{run.path}: --verify re-runs the recorded workload, so it needs a run directory "
-            "written by `tftrace record`, not a bare trace"
-        )
-    if target.kind != "script":
-        return target
-    cwd = run.manifest.raw.get("cwd")
-    script = Path(target.value)
-    if not script.is_absolute() and isinstance(cwd, str):
-        script = Path(cwd) / script
-    if not script.is_file():
-        raise VerifyError(f"{run.path}: the recorded workload {script} no longer exists")
-    return dataclasses.replace(target, value=str(script))
 
 
 def compare(now: Sequence[float], then: Sequence[float]) -> tuple[float, float, float, int]:
@@ -183,11 +156,32 @@ def _unchanged(f: Finding, now: Setting) -> Finding:
     """A finding whose advised setting is the run's own: inconclusive, nothing was run."""
     if f.setting is None:
         return f
-    sizes = (now.intra, now.inter)
+    sizes, env = (now.intra, now.inter), _named(now, f.setting)
     check = Verification(
-        Status.INCONCLUSIVE, sizes, sizes, 1.0, 1.0, 1.0, 0, "the advised setting is the run's own"
+        Status.INCONCLUSIVE,
+        sizes,
+        sizes,
+        1.0,
+        1.0,
+        1.0,
+        0,
+        "the advised setting is the run's own",
+        current_env=env,
+        advised_env=env,
+        current_cpus=now.cpus,
+        advised_cpus=now.cpus,
     )
     return dataclasses.replace(f, verification=check)
+
+
+def _named(setting: Setting, advice: AdvisedSetting) -> dict[str, str | None]:
+    """``setting``'s values of the variables ``advice`` sets."""
+    return {n: v for n, v in setting.env_vars if n in advice.env}
+
+
+def _as_advised(setting: Setting, advice: AdvisedSetting) -> Setting:
+    """``setting`` with only the variables ``advice`` sets: what a finding's reason names."""
+    return dataclasses.replace(setting, env_vars=tuple(_named(setting, advice).items()))
 
 
 def _next_free(path: Path) -> Path:
@@ -208,8 +202,9 @@ def verify(
     output: str | os.PathLike[str] | None = None,
     progress: Callable[[SweepProgress], None] | None = None,
 ) -> Analysis:
-    """Run every finding's advised thread setting beside the run's own; mark each confirmed
-    or not, with the measured speedup.
+    """Run every finding's advised setting beside the run's own; mark each confirmed or not,
+    with the measured speedup. A setting's variables are set in the advised runs'
+    environment (the run's own runs keep the recording's values) and its ``cpus`` pins them.
 
     Args:
         run: a run recorded by ``tftrace.record`` (its manifest names the workload and the
@@ -243,8 +238,8 @@ def verify(
     if not any(f.setting for f in analysis.findings):
         return analysis
     target = workload_of(run)
-    now = current_setting(run)
-    wanted = {f.id: advised(f.setting, now) for f in analysis.findings if f.setting}
+    now, by_cpus = current_setting(run, analysis.findings), sized_by_cpus(run)
+    wanted = {f.id: advised(f.setting, now, by_cpus) for f in analysis.findings if f.setting}
     settings = list(dict.fromkeys([now, *wanted.values()]))
     if len(settings) == 1:  # every advice is the run's own setting: nothing to compare
         return dataclasses.replace(
@@ -260,7 +255,7 @@ def verify(
         output=out,
         progress=progress,
     )
-    return mark(analysis, result.runs, now, out)
+    return mark(analysis, result.runs, now, out, by_cpus)
 
 
 # Each objective's per-run figure in the runs table, lower is better: (column, factor to s).
@@ -273,11 +268,13 @@ FIGURES: dict[Objective | None, tuple[str, float]] = {
 
 def figures(runs: pd.DataFrame, setting: Setting, objective: str | None) -> list[float]:
     """The per-run figures of ``setting`` in a verification sweep's ``runs`` (one row per
-    run: ``intra``, ``inter``, ``time_s`` and, where steps or requests were timed, ``per_s``,
-    ``p50_ms``, ``p99_ms``), lower is better: the time per step, seconds per request (or step)
-    for throughput, the latency percentile in seconds; runs without it are left out."""
+    run: its setting's columns (``intra``, ``inter``, ``cpus``, variables), ``time_s`` and,
+    where steps or requests were timed, ``per_s``, ``p50_ms``, ``p99_ms``), lower is better:
+    the time per step, seconds per request (or step) for throughput, the latency percentile in
+    seconds; runs without it are left out."""
     goal = None if objective is None else as_objective(objective)
-    mine = runs[(runs["intra"] == setting.intra) & (runs["inter"] == setting.inter)]
+    key = setting.key()
+    mine = runs[[setting_of(r).key() == key for _, r in runs.iterrows()]]
     if goal is Objective.THROUGHPUT:
         rates = pd.to_numeric(mine.get("per_s", pd.Series(dtype=float)), errors="coerce")
         return [1 / float(r) for r in rates if r == r and r > 0]
@@ -288,16 +285,22 @@ def figures(runs: pd.DataFrame, setting: Setting, objective: str | None) -> list
     return [float(v) * factor for v in values if v == v]
 
 
-def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Analysis:
+def mark(
+    analysis: Analysis,
+    runs: pd.DataFrame,
+    now: Setting,
+    out: Path,
+    sized_by_cpus: Collection[str] = (),
+) -> Analysis:
     """Each finding with a setting, marked by the timed ``runs`` of a verification sweep
     (``figures``) written to ``out``, on its setting's objective; a finding whose setting the
     sweep did not run, or whose objective the runs cannot give (no steps to take percentiles
-    of), is left as it is."""
+    of), is left as it is. ``now`` and ``sized_by_cpus`` as ``advised`` takes them."""
 
     def checked(f: Finding) -> Finding:
         if f.setting is None:
             return f
-        setting = advised(f.setting, now)
+        setting = advised(f.setting, now, sized_by_cpus)
         if setting == now:
             return _unchanged(f, now)
         goal = f.setting.objective
@@ -307,7 +310,8 @@ def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Ana
             return f
         if not a or not b:
             return f
-        status, reason = judge(f.setting.expect, a, b, setting.label(), now.label(), goal)
+        name, base = _as_advised(setting, f.setting), _as_advised(now, f.setting)
+        status, reason = judge(f.setting.expect, a, b, name.label(), base.label(), goal)
         speed, lo, hi, count = compare(a, b)
         check = Verification(
             status,
@@ -319,6 +323,10 @@ def mark(analysis: Analysis, runs: pd.DataFrame, now: Setting, out: Path) -> Ana
             count,
             reason,
             str(out),
+            current_env=_named(now, f.setting),
+            advised_env=_named(setting, f.setting),
+            current_cpus=now.cpus,
+            advised_cpus=setting.cpus,
         )
         return dataclasses.replace(f, verification=check)
 
@@ -334,11 +342,11 @@ def last_verification(run: Run, analysis: Analysis) -> Analysis:
         return analysis
     latest = max(folders, key=_verify_number)
     try:
-        now = current_setting(run)
+        now = current_setting(run, analysis.findings)
         result = load_sweep(latest)
     except TftraceError:
         return analysis
-    return mark(analysis, result.runs, now, latest)
+    return mark(analysis, result.runs, now, latest, sized_by_cpus(run))
 
 
 def _verify_number(folder: Path) -> int:

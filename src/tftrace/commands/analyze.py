@@ -23,9 +23,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify",
         action="store_true",
-        help="re-run the recorded workload with each finding's advised thread setting beside "
-        "the run's own (fresh, interleaved, timed runs, kept in RUN/verify) and mark the "
-        "finding confirmed or not, with the measured speedup",
+        help="re-run the recorded workload with each finding's advised setting (pool sizes, "
+        "environment variables, CPUs) beside the run's own (fresh, interleaved, timed runs, "
+        "kept in RUN/verify) and mark the finding confirmed or not, with the measured speedup",
     )
     parser.add_argument(
         "--verify-repeat",

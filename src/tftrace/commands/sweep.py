@@ -1,5 +1,6 @@
 """``tftrace sweep [options] (script.py | -m module) [args]``: time a workload under several
-thread settings, each in a fresh process, and say which setting to use and why.
+settings (pool sizes crossed with environment variables and CPU counts), each in a fresh
+process, and say which setting to use and why.
 
 A shell over ``tftrace.analysis.sweep.session.sweep``: it draws the progress bar and prints the
 result; the library runs, judges, explains and writes the sweep directory."""
@@ -20,10 +21,11 @@ from tftrace.errors import CliError, error_context
 from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT
 
 NAME = "sweep"
-HELP = "time a workload under several inter/intra-op thread settings and recommend one"
+HELP = "time a workload under several thread settings (pools, env vars, CPUs) and recommend one"
 USAGE = (
-    "tftrace sweep [--intra 1,2,4|auto] [--inter 1,2] [--instances 1,2,4] [--objective "
-    "throughput|p50|p99] [options] (script.py | -m module) [args]"
+    "tftrace sweep [--intra 1,2,4|auto] [--inter 1,2] [--env NAME=V1,V2 ...] [--cpus 1,2] "
+    "[--instances 1,2,4] [--objective throughput|p50|p99] [options] "
+    "(script.py | -m module) [args]"
 )
 TAKES_TARGET = True
 ORDER = 1
@@ -37,6 +39,8 @@ OWN_OPTIONS = (
     "--record",
     "--objective",
     "--instances",
+    "--env",
+    "--cpus",
 )
 
 
@@ -54,6 +58,19 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="N,N,...|auto",
         help="inter-op pool sizes (default: leave the inter-op pool to TF; with --instances, "
         "each copy's cores)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        metavar="NAME=V1,V2",
+        help="also cross these values of an environment variable (repeatable: every "
+        "combination runs), e.g. OMP_NUM_THREADS=1,2 or TF_ENABLE_ONEDNN_OPTS=0,1",
+    )
+    p.add_argument(
+        "--cpus",
+        metavar="K,K,...",
+        help="also cross these CPU counts: each runs pinned to the first K of the CPUs this "
+        "process may use (TF's default pools follow them)",
     )
     p.add_argument(
         "--objective",
@@ -99,7 +116,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline",
         metavar="INTRA,INTER",
-        help="the setting speedups are relative to (default: the first setting)",
+        help="the setting speedups are relative to (default: the first setting; with --env "
+        "or --cpus, the first with these pool sizes)",
     )
     p.add_argument(
         "--record",
@@ -163,6 +181,8 @@ def run(ns: argparse.Namespace) -> int:
                 progress=show,
                 objective=ns.objective,
                 instances=ns.instances,
+                env=ns.env,
+                cpus=ns.cpus,
             )
     except SweepInterrupted as e:
         if e.result is None:
