@@ -24,6 +24,7 @@ from . import manifest, rundir
 from .child.own_account import allow_tracer, describe_tf, launched_into, new_report
 from .child.profiler_window import ProfilerWindow
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .child.thread_libraries import ThreadLibraries
 from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
 from .options import DEFAULT_RUNS_DIR, RecordOptions, Target
@@ -151,6 +152,7 @@ class _Parts:
         self.watcher: IdentityWatcher | None = None
         self.unhook: Any = None
         self.window: ProfilerWindow | None = None
+        self.libraries = ThreadLibraries()
         self.helper: subprocess.Popen[str] | None = None
         self.statuses: dict[str, SourceStatus] = {}
 
@@ -182,6 +184,7 @@ def _start(profile: Profile) -> _Parts | None:
     parts.report["code_start_cpu_ns"] = time.process_time_ns()
     if options.tf_profiler:
         parts.window = ProfilerWindow(str(run.path), 0.0, None)
+        parts.window.on_stop = lambda: parts.libraries.take("profiler window end")
         parts.window.arm()
         if parts.window.status.get("status") == "failed":
             error = parts.window.status.get("error")
@@ -199,6 +202,7 @@ def _start_helper(
         "pid": os.getpid(),
         "sampler": options.sampler,
         "sample_hz": options.sample_hz,
+        "machine_hz": options.machine_hz,
         "pyspy": options.pyspy,
         "pyspy_rate": options.pyspy_rate,
         "pyspy_native": options.pyspy_native,
@@ -284,6 +288,8 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
         parts.unhook()
         rundir.write_json_atomic(run / rundir.IDENTITY, parts.identity.to_json())
     _stop_helper(parts)
+    parts.libraries.take("end of recording")
+    parts.libraries.write(run.path)
     describe_tf(report)
     report["interrupted"] = isinstance(exc, KeyboardInterrupt)
     if exc is not None and not isinstance(exc, KeyboardInterrupt):

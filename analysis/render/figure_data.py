@@ -16,6 +16,7 @@ import pandas as pd
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.busy import busy_intervals
+from tftrace.analysis.metrics.census import Census
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.metrics.queue_delay import queue_delay_histogram
@@ -62,6 +63,8 @@ class ReportPlotData:
     queue_delay: pd.DataFrame  # queue_delay_distribution
     breakdown: pd.DataFrame  # breakdown_bars
     requests: RequestPlotData | None = None  # a server's; None for a loop
+    census: pd.DataFrame | None = None  # census_stack; None without a census
+    census_cpus: int | None = None  # usable CPUs, the census figure's reference line
 
 
 def _seconds(t_ns: np.ndarray | pd.Series, lo: int) -> np.ndarray:
@@ -89,6 +92,19 @@ def concurrency_stack(
         values = s["busy_threads"].to_numpy()
         frame[pool] = np.r_[values, values[-1:]]
     return frame[columns]
+
+
+def census_stack(census: Census) -> pd.DataFrame:
+    """Threads on a CPU per census pool per bin (``Census.series``), for a stacked plot: a
+    last row at the window's end repeats the last bin, as ``concurrency_stack`` does; pools
+    never on a CPU in the window are left out. Empty without the OS sampler."""
+    series = census.series
+    pools = [c for c in series.columns if c not in ("t_ns", "t_s") and series[c].max() > 0]
+    if series.empty or not pools:
+        return pd.DataFrame(columns=["t_ns", "t_s", *pools])
+    lo, hi = census.window
+    last = series.iloc[[-1]].assign(t_ns=hi, t_s=(hi - lo) / 1e9)
+    return pd.concat([series, last], ignore_index=True)[["t_ns", "t_s", *pools]]
 
 
 def concurrency_histograms(concurrencies: Sequence[PoolConcurrency]) -> pd.DataFrame:
@@ -339,4 +355,6 @@ def report_plot_data(analysis: Analysis) -> ReportPlotData:
         queue_delay=queue_delay_distribution(run, queued, window),
         breakdown=breakdown_bars(analysis.breakdown, analysis.steps, window),
         requests=request_plot_data(analysis.requests),
+        census=census_stack(analysis.census) if analysis.census else None,
+        census_cpus=analysis.census.cpus if analysis.census else None,
     )

@@ -11,12 +11,13 @@ import base64
 import html
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.model.onednn import onednn_text
+from tftrace.analysis.render import census_text
 from tftrace.analysis.render.formatting import (
     POOL_HEADERS,
     fmt,
@@ -50,6 +51,13 @@ FIGURES = (
         "Concurrency over time",
         "Mean number of busy threads per pool in each bin, stacked; the dashed line is the "
         "number of schedulable CPUs. Busy means owning work, not running on a CPU.",
+    ),
+    (
+        "census",
+        "Threads on a CPU by pool",
+        "Mean number of each pool's threads on a CPU in each bin (the kernel's CPU time, so "
+        "pools the trace does not show, like BLAS, count too), stacked; the dashed line is the "
+        "number of usable CPUs.",
     ),
     (
         "histograms",
@@ -98,14 +106,20 @@ def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
-    """An HTML table; the first ``text_columns`` columns are text, the others figures.
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    text_columns: int = 1,
+    text_at: Collection[int] = (),
+) -> str:
+    """An HTML table; the first ``text_columns`` columns and those at ``text_at`` are text,
+    the others figures.
 
     Cells arrive as plain text and are escaped here, so no caller can forget it.
     """
 
     def cls(i: int) -> str:
-        return "" if i < text_columns else ' class="num"'
+        return "" if i < text_columns or i in text_at else ' class="num"'
 
     head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
     body = "".join(
@@ -230,6 +244,26 @@ def pools_section(analysis: Analysis) -> str:
     return table(POOL_HEADERS, pool_rows(analysis.pools), text_columns=1) + note(
         "busy = threads of the pool busy at some moment; mean and peak = busy threads "
         "(owning work, not on a CPU); cores = mean / schedulable CPUs."
+    )
+
+
+def census_section(analysis: Analysis) -> str:
+    """Every thread by pool, each pool's size and where it came from, and its CPU use, against
+    the usable CPUs (``metrics/census.py``)."""
+    census = analysis.census
+    if census is None:
+        return note("no thread census for this run")
+    cells = census_text.rows(census)
+    return (
+        note(census_text.title(census), "summary")
+        + table(census_text.HEADERS, cells, text_at=(census_text.SOURCE,))
+        + "".join(note(line) for line in census_text.summary_lines(census))
+        + note(
+            "threads = known from any source; size = configured, where known (OpenBLAS counts "
+            "the calling thread: size N starts N - 1 workers); CPU s and run-queue s from the "
+            "kernel over the window; on CPU = CPU s / window s; busy (trace) = threads owning "
+            "work by the trace, '-' for a pool the trace does not show."
+        )
     )
 
 

@@ -49,6 +49,9 @@ POOL_COLOURS = {
     "grpc/profiler": "#bcbd22",
     "other": "#17becf",
     "unmapped": "#c7c7c7",
+    "python": "#9467bd",
+    "tftrace": "#dbdb8d",
+    "unknown": "#c7c7c7",
 }
 CATEGORY_COLOURS = {
     "intra-op parallel": "#2ca02c",
@@ -64,6 +67,7 @@ TIME_LABEL = "time since the start of the trace window (s)"
 TOP_PX, BOTTOM_PX, NUMERIC_LEFT_PX, RIGHT_PAD_PX, LEGEND_HANDLE_PX = 30, 48, 62, 12, 48
 TICK_PAD_PX = 12  # a tick label's distance from its axis
 BAR_HALF_HEIGHT = 0.4  # barh's default height, 0.8
+Line = tuple[int, str] | None  # a dashed line across a figure: (y, label)
 
 
 def pool_colour(pool: str) -> str:
@@ -133,9 +137,25 @@ def _no_data(title: str, reason: str) -> Figure:
 def draw_concurrency(stack: pd.DataFrame, cores: int | None) -> Figure:
     """(a) Busy threads over time, pools stacked, against the number of schedulable CPUs."""
     title = "concurrency over time (mean busy threads per bin, stacked by pool)"
+    line = (cores, f"{cores} cores") if cores else None
+    return _stacked(stack, title, "busy threads", line, "no trace events in the window")
+
+
+def draw_census(stack: pd.DataFrame | None, cpus: int | None) -> Figure:
+    """Threads on a CPU (kernel CPU time, BLAS too), pools stacked, against the usable CPUs."""
+    title = "threads on a CPU over time (mean per bin, stacked by pool; kernel CPU time)"
+    line = (cpus, f"{cpus} CPUs") if cpus else None
+    why = "no OS samples in the window (the OS sampler did not run)"
+    return _stacked(
+        pd.DataFrame() if stack is None else stack, title, "threads on a CPU", line, why
+    )
+
+
+def _stacked(stack: pd.DataFrame, title: str, ylabel: str, line: Line, why: str) -> Figure:
+    """A pool per column of ``stack`` over ``t_s``, stacked, and a dashed ``line``."""
     pools = [c for c in stack.columns if c not in ("t_ns", "t_s")]
     if stack.empty or not pools:
-        return _no_data(title, "no trace events in the window")
+        return _no_data(title, why)
     fig = _figure(3.8)
     ax = fig.add_subplot()
     ax.stackplot(
@@ -146,16 +166,16 @@ def draw_concurrency(stack: pd.DataFrame, cores: int | None) -> Figure:
         step="post",
         alpha=0.85,
     )
-    if cores:
-        ax.axhline(cores, color="black", linestyle="--", linewidth=1.2, label=f"{cores} cores")
+    if line:
+        ax.axhline(line[0], color="black", linestyle="--", linewidth=1.2, label=line[1])
     ax.set_title(title, loc="left")
     ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("busy threads")
+    ax.set_ylabel(ylabel)
     ax.set_xlim(stack["t_s"].iloc[0], stack["t_s"].iloc[-1])
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.grid(axis="y", alpha=0.3)
-    legend = [*pools, *([f"{cores} cores"] if cores else [])]
+    legend = [*pools, *([line[1]] if line else [])]
     _margins(fig, NUMERIC_LEFT_PX, _legend_px(fig, legend))
     return fig
 
@@ -377,6 +397,7 @@ def report_figures(data: ReportPlotData) -> dict[str, Figure]:
     """Every figure of the report by name (the name is also its PNG's file name)."""
     return {
         "concurrency": draw_concurrency(data.concurrency, data.cores),
+        "census": draw_census(data.census, data.census_cpus),
         "histograms": draw_histograms(data.histograms),
         "timeline": draw_timeline(data.timeline),
         "queue_delay": draw_queue_delay(data.queue_delay),

@@ -60,7 +60,7 @@ from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
-from tftrace.analysis.render import requests_text
+from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.figure_data import requests_over_time, step_concurrency
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, markdown_table, pool_rows
@@ -199,6 +199,7 @@ def render_figures(analysis: Analysis) -> str:
         (
             *requests_text.markdown_tables(analysis),
             markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
+            *([census_text.markdown(analysis.census)] if analysis.census else []),
             markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
             markdown_table(("category", "share of the window"), breakdown_rows),
         )

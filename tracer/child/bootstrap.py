@@ -28,6 +28,7 @@ from .profiler_window import ProfilerWindow
 from .step_timer import StepTimer
 from .step_window import StepWindow
 from .thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
+from .thread_libraries import ThreadLibraries
 
 SETUP_ERROR_EXIT = 2
 
@@ -139,10 +140,12 @@ def main(config_path: str) -> int:
             )
         except Exception as e:
             report["setter_calls_error"] = f"{type(e).__name__}: {e}"
+    libraries = ThreadLibraries()
     if profiling:
         window = ProfilerWindow(
             str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
         )
+        window.on_stop = lambda: libraries.take("profiler window end")
     steps = config["tf_profiler"].get("steps")
     step_window = StepWindow(window, (steps[0], steps[1])) if window is not None and steps else None
     if config.get("step_timer") or step_window is not None:
@@ -198,6 +201,8 @@ def main(config_path: str) -> int:
             write_json_atomic(run_dir / IDENTITY, identity.to_json())
         if timer is not None and config.get("step_timer"):
             write_json_atomic(run_dir / STEPS, timer.to_json(), indent=None)
+        libraries.take("end of run")
+        libraries.write(run_dir)
         describe_tf(report)
         report["interrupted"] = interrupted
         report["exit_code"] = exit_code

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..environment import clock_anchor
@@ -25,6 +27,9 @@ class ProfilerWindow:
         self._lock = threading.Lock()
         self._running = False
         self._closed = False
+        # Called once the trace is flushed, outside the lock: what the process should note as
+        # the window closes (the BLAS libraries' pools, ``thread_libraries.py``). Never raises.
+        self.on_stop: Callable[[], None] | None = None
 
     def arm(self) -> None:
         if self.delay_s <= 0:
@@ -88,3 +93,6 @@ class ProfilerWindow:
             except Exception as e:
                 self.status.update(status="failed", error=f"{type(e).__name__}: {e}")
             self._running = False
+        if self.on_stop is not None:
+            with contextlib.suppress(Exception):
+                self.on_stop()
