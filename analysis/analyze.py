@@ -20,7 +20,9 @@ import pandas as pd
 from tftrace.analysis.findings import Finding, diagnose
 from tftrace.analysis.findings.coverage import not_checked
 from tftrace.analysis.metrics.breakdown import breakdown
+from tftrace.analysis.metrics.census import Census, thread_census
 from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurrencies, pools_frame
+from tftrace.analysis.metrics.contention import Contention, contention_of
 from tftrace.analysis.metrics.core_use import CoreUse, core_use
 from tftrace.analysis.metrics.cpu_time import pool_cpu
 from tftrace.analysis.metrics.ops import top_op_types
@@ -75,6 +77,12 @@ class Analysis:
       (py-spy), py-spy's error share, and whether Python time matters in the window.
     - ``core_use``: the headline: how many of the usable cores the process kept busy, where
       the idle core-time went by cause, and the most thread settings could gain.
+    - ``census``: every thread by pool (TF's, tf.data, BLAS/OpenMP, Python, ...) with each
+      pool's size and where it came from, its CPU time and threads on a CPU (the kernel's
+      count, over the window and over time), against the usable CPUs.
+    - ``contention``: who else held the usable CPUs over the window (other processes by
+      name and pid, steal, the cgroup quota's throttling), from the OS sampler's machine
+      readings; None without them.
     - ``not_checked``: one line per rule the run lacks the data for (a bare trace has no OS
       sampler, no manifest, and no CPU count unless ``cpus`` gives it).
 
@@ -103,6 +111,8 @@ class Analysis:
     not_checked: tuple[str, ...] = ()
     requests: Requests | None = None
     shape: str = "none"
+    contention: Contention | None = None
+    census: Census | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -128,6 +138,8 @@ class Analysis:
             },
             "warmup": self.warmup.to_json() if self.warmup else None,
             "pools": records(self.pools),
+            "census": self.census.to_json() if self.census else None,
+            "contention": self.contention.to_json() if self.contention else None,
             "queue_delay": records(self.queue_delay),
             "cpu": records(self.cpu),
             "top_ops": records(self.top_ops),
@@ -184,6 +196,7 @@ def measure(
     ops = top_op_types(run, window=span)
     stage(ANALYZE_STAGES[4])
     wall = breakdown(run, span)
+    held = contention_of(run, span)
     stage(ANALYZE_STAGES[5])
     return Analysis(
         run,
@@ -198,11 +211,13 @@ def measure(
         window_basis=basis,
         warmup=measure_warmup(run, steps, spec.warmup_steps),
         core_use=core_use(
-            run, span, concurrency, len(in_window.table), cpus_given=cpus is not None
+            run, span, concurrency, len(in_window.table), cpus_given=cpus is not None, held=held
         ),
         not_checked=not_checked(run),
         requests=requests,
         shape=work.shape,
+        census=thread_census(run, span, cpus_given=cpus is not None),
+        contention=held,
     )
 
 

@@ -5,15 +5,31 @@ setting can win back."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from builders import MS, cpu_samples_table, make_run, threads_table
+from tftrace.analysis.analyze import analyze
+from tftrace.analysis.findings.contention_rules import (
+    library_pool_crowds_cores,
+    library_variable,
+    other_processes_take_cores,
+    quota_throttles,
+    steal_time,
+)
 from tftrace.analysis.metrics.concurrency import pool_concurrencies
-from tftrace.analysis.metrics.contention import contention, growth, split_run_queue
+from tftrace.analysis.metrics.contention import (
+    contention,
+    growth,
+    process_table,
+    split_run_queue,
+)
 from tftrace.analysis.metrics.core_use import core_use
 from tftrace.analysis.model.pools import Pool
+from tftrace.tracer.manifest_reader import Manifest
 
 T = np.arange(0, 1001, 100, dtype=np.int64) * MS  # readings every 100 ms over 1 s
 
@@ -56,6 +72,10 @@ NAMES = pd.DataFrame(
         "role": ["other", "recorder", "other"],
     }
 )
+
+
+def _core_s(use, cause: str) -> float:
+    return float(use.causes.set_index("cause").loc[cause, "core_s"])
 
 
 def own(cores: float):
@@ -178,3 +198,122 @@ def test_the_headline_leaves_out_the_cores_another_process_held():
     assert shared.recoverable_share == pytest.approx(0.0, abs=1e-9)
     assert shared.max_speedup == pytest.approx(100 / 60)
     assert shared.idle_core_s == pytest.approx(alone.idle_core_s)
+
+
+def _analysed(held=None, manifest=None):
+    """The waiting-thread run analysed over its 100 ms, its headline split by ``held``."""
+    run = _waiting_thread_run()
+    if manifest:
+        run = replace(run, manifest=Manifest.from_json(manifest))
+    window = (0, 100 * MS)  # nothing is traced: the window is given
+    use = core_use(run, window, pool_concurrencies(run, window), held=held)
+    return run, replace(analyze(run), window=window, contention=held, core_use=use)
+
+
+def _held_by(cpus: pd.DataFrame, processes: pd.DataFrame, cgroup=None, quota=None):
+    held = contention(
+        cpus, processes, NAMES, pd.DataFrame() if cgroup is None else cgroup, own(0.6),
+        (0, 100 * MS), (0, 1), quota=quota,
+    )  # fmt: skip
+    assert held is not None
+    return held
+
+
+T100 = np.arange(0, 101, 10, dtype=np.int64) * MS
+
+
+def _cpus(other: float = 0.0, steal: float = 0.0) -> pd.DataFrame:
+    """CPU 0 busy with another process (``other`` of a core) and stolen ``steal``; CPU 1 ours."""
+    frame = pd.DataFrame({"t_ns": np.r_[T100, T100], "cpu": np.repeat([0, 1], len(T100))})
+    frame["busy_ns"] = np.r_[(T100 * other).astype(np.int64), T100 * 6 // 10]
+    frame["steal_ns"] = np.r_[(T100 * steal).astype(np.int64), np.zeros(len(T100), np.int64)]
+    return frame
+
+
+def _burner(cores: float) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"t_ns": T100, "pid": 42, "cpu_ns": (T100 * cores).astype(np.int64), "processor": 0}
+    )
+
+
+def test_another_process_on_the_cores_is_named_with_its_pid_and_core_seconds():
+    run, analysis = _analysed(_held_by(_cpus(other=1.0), _burner(1.0)))
+    (found,) = other_processes_take_cores(run, analysis)
+    assert "burner (pid 42) 0.10 core-s" in found.message
+    assert found.setting is None
+    assert found.evidence["waited_behind_core_s"] == pytest.approx(0.04)
+    # alone, or beside a process that did not keep this one waiting: nothing
+    assert other_processes_take_cores(*_analysed(_held_by(_cpus(), _burner(0.0)))) == []
+    assert other_processes_take_cores(*_analysed()) == []
+
+
+def test_steal_is_said_without_a_setting():
+    run, analysis = _analysed(_held_by(_cpus(steal=0.3), _burner(0.0)))
+    (found,) = steal_time(run, analysis)
+    assert found.evidence["steal_share"] == pytest.approx(0.15)  # 0.03 of 0.2 core-s
+    assert found.setting is None
+    assert steal_time(*_analysed(_held_by(_cpus(steal=0.05), _burner(0.0)))) == []
+
+
+def test_a_throttling_quota_advises_pools_that_fit_it():
+    cgroup = pd.DataFrame(
+        {
+            "t_ns": T100,
+            "periods": np.arange(len(T100)),
+            "throttled_periods": np.arange(len(T100)) // 2,
+            "throttled_ns": T100 // 10,
+        }
+    )
+    pools = {"intra_op": {"size": 4, "source": "default"}, "inter_op": {"size": 1}}
+    manifest = {"host": {"cpu_affinity": [0, 1]}, "pools": pools}
+    held = _held_by(_cpus(), _burner(0.0), cgroup, quota=1.5)
+    run, analysis = _analysed(held, manifest)
+    (found,) = quota_throttles(run, analysis)
+    assert (found.evidence["periods"], found.evidence["throttled_periods"]) == (10, 5)
+    assert found.setting is not None
+    assert (found.setting.intra, found.setting.inter) == (1, None)
+    # the headline: the wait while throttled is the quota's, not a setting's to win
+    assert _core_s(analysis.core_use, "quota") == pytest.approx(0.01)
+    fewer = cgroup.assign(throttled_periods=0)
+    assert quota_throttles(*_analysed(_held_by(_cpus(), _burner(0.0), fewer, 1.5), manifest)) == []
+
+
+def test_a_library_pool_beside_tf_pools_gets_both_fixes_the_smaller_side_first():
+    run, analysis = _analysed()
+    cpu = pd.DataFrame(
+        {
+            "pool": [Pool.BLAS_OPENMP.value, Pool.INTRA_OP.value],
+            "threads": [1, 2],
+            "cpu_s": [0.05, 0.02],
+            "busy_s": [0.0, 0.02],
+            "cpu_per_busy": [np.nan, 1.0],
+            "wait_s": [0.02, 0.01],
+            "outside_s": [0.05, 0.0],
+        }
+    )
+    threads = run.threads.copy()
+    threads.loc[0, "pool"] = Pool.BLAS_OPENMP.value
+    threads["evidence"] = "started in libopenblas64_p-r0-0cf96a72.3.23.dev.so"
+    pools = {"intra_op": {"size": 2}, "inter_op": {"size": 2}}
+    run = replace(run, threads=threads, manifest=Manifest.from_json({"pools": pools}))
+    found = library_pool_crowds_cores(run, replace(analysis, cpu=cpu))
+    assert [f.id for f in found] == ["library-pool-crowds-cores", "tf-pools-beside-library-pool"]
+    assert dict(found[0].setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
+    assert (found[1].setting.intra, found[1].setting.inter) == (1, 1)
+    assert "favours TF's pools" in found[0].action  # they ran 0.02 CPU-s to the library's 0.05
+    assert library_variable("started in libgomp.so.1") == "OMP_NUM_THREADS"
+    quiet = cpu.assign(wait_s=[0.001, 0.0])
+    assert library_pool_crowds_cores(run, replace(analysis, cpu=quiet)) == []
+
+
+def test_a_process_born_between_readings_counts_from_its_birth():
+    """First read at 500 ms with 0.45 s of CPU: born at 50 ms, it ran all of that in the window."""
+    late = pd.DataFrame({"t_ns": T[5:], "pid": 5, "processor": 0})
+    late["cpu_ns"] = (T[5:] - 50 * MS).astype(np.int64)
+    names = pd.DataFrame(
+        {"pid": [5], "name": ["short"], "role": ["other"], "started_ns": [50 * MS]}
+    )
+    table = process_table(late, names, (0, 1), 0, 1000 * MS)
+    assert table["core_s"].tolist() == pytest.approx([0.95])
+    unborn = process_table(late, names.drop(columns="started_ns"), (0, 1), 0, 1000 * MS)
+    assert unborn["core_s"].tolist() == pytest.approx([0.5])  # seen from its first reading only

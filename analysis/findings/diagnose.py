@@ -17,6 +17,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.findings.contention_rules import (
+    library_pool_crowds_cores,
+    other_processes_take_cores,
+    quota_throttles,
+    steal_time,
+    tf_data_competes,
+)
 from tftrace.analysis.findings.core_rules import underused_cores
 from tftrace.analysis.findings.finding import SEVERITY_ORDER, Finding
 from tftrace.analysis.findings.pool_rules import (
@@ -53,6 +60,11 @@ RULES: tuple[Callable[[Run, Analysis], list[Finding]], ...] = (
     requests_queue_for_inter_op,
     pools_crowd_cores,
     one_request_at_a_time,
+    other_processes_take_cores,
+    steal_time,
+    quota_throttles,
+    library_pool_crowds_cores,
+    tf_data_competes,
     underused_cores,
 )
 
@@ -71,7 +83,12 @@ CONSEQUENCES: dict[str, tuple[str, ...]] = {
         "ops-run-inline",
         "threading-set-too-late",
         "one-request-at-a-time",
+        "other-processes-take-cores",
+        "cpu-quota-throttles",
     ),
+    # A default size above the quota is what the throttling rule says with the kernel's count.
+    "intra-op-exceeds-cpu-quota": ("cpu-quota-throttles",),
+    "inter-op-exceeds-cpu-quota": ("cpu-quota-throttles",),
 }
 SHARE_TOLERANCE = 1e-6  # rounding
 

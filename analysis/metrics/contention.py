@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.metrics.cpu_time import process_cumulative
+from tftrace.analysis.model.run import Run
+
 # tftrace's own processes (the recorder, py-spy) are named apart: they are the cost of
 # measuring, not a neighbour the user can move.
 OWN_ROLES = ("recorder",)
@@ -116,18 +119,31 @@ def _reading_grid(cpus: pd.DataFrame, lo: int, hi: int) -> np.ndarray:
     return np.unique(np.r_[lo, times[(times > lo) & (times < hi)], hi]).astype(np.int64)
 
 
+def _births(names: pd.DataFrame) -> dict[int, int]:
+    if "started_ns" not in names:
+        return {}
+    known = names.dropna(subset=["started_ns"])
+    return {int(p): int(t) for p, t in zip(known["pid"], known["started_ns"], strict=True)}
+
+
 def process_table(
     processes: pd.DataFrame, names: pd.DataFrame, usable: tuple[int, ...], lo: int, hi: int
 ) -> pd.DataFrame:
     """Per process: its CPU time in [lo, hi] on the usable CPUs (each reading's growth placed
-    on the CPU the process was last seen on), most first; processes with none left out."""
+    on the CPU the process was last seen on; a process born between readings counted from 0
+    at its birth, ``names``' ``started_ns``), most first; processes with none left out."""
+    born = _births(names)
     rows = []
     for pid, one in processes.groupby("pid", sort=False):
-        t = one["t_ns"].to_numpy(np.int64)
+        t, cpu = one["t_ns"].to_numpy(np.int64), one["cpu_ns"].to_numpy()
+        processor = one["processor"].to_numpy()
+        start = born.get(int(pid))
+        if start is not None and start < t[0]:  # born between readings: from 0 at its birth
+            t, cpu, processor = np.r_[start, t], np.r_[0, cpu], np.r_[processor[0], processor]
         edges = np.unique(np.r_[lo, t[(t > lo) & (t < hi)], hi]).astype(np.int64)
-        grown = growth(t, one["cpu_ns"].to_numpy(), edges)
+        grown = growth(t, cpu, edges)
         where = np.clip(np.searchsorted(t, edges[1:], side="left"), 0, len(t) - 1)
-        on_usable = one["processor"].to_numpy()[where]
+        on_usable = processor[where]
         if usable:
             grown = grown[np.isin(on_usable, usable)]
         if grown.sum() > 0:
@@ -227,3 +243,30 @@ def split_run_queue(
         "steal": taken * (1 - share),
         "run_queue": rest - taken,
     }
+
+
+def _known(cgroup: pd.DataFrame) -> pd.DataFrame:
+    """The cgroup readings, empty where the cgroup keeps no throttling counts (-1)."""
+    needed = ["periods", "throttled_periods", "throttled_ns"]
+    if cgroup.empty or (cgroup[needed] < 0).any(axis=None):
+        return cgroup.iloc[:0]
+    return cgroup
+
+
+def contention_of(run: Run, window: tuple[int, int]) -> Contention | None:
+    """Who held ``run``'s usable CPUs over ``window``; None without machine readings or the
+    process's own thread samples."""
+    machine = run.machine
+    if not machine.recorded or run.samples.empty:
+        return None
+    quota = machine.cgroup_info.get("quota_cpus") or run.manifest.host.cpu_quota
+    return contention(
+        machine.cpus,
+        machine.processes,
+        machine.process_names[["pid", "name", "role", "started_ns"]],
+        _known(machine.cgroup),
+        lambda grid: process_cumulative(run, "cpu_ns", grid),
+        window,
+        tuple(run.manifest.host.cpu_affinity),
+        quota=float(quota) if quota else None,
+    )

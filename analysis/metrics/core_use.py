@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.breakdown import CATEGORIES, category_timeline
-from tftrace.analysis.metrics.busy import merged_busy, pool_of_threads, pool_thread_keys
+from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.contention import Contention, split_run_queue
 from tftrace.analysis.metrics.cpu_time import process_cumulative
+from tftrace.analysis.metrics.idle_causes import PYTHON, UNEXPLAINED, causes_of_instants, value_at
 from tftrace.analysis.metrics.intervals import (
     StepFunction,
     clip,
-    concurrency,
     count_open,
     sorted_unique,
     union,
@@ -62,10 +61,6 @@ FIXED = ("input", "python")
 RECOVERABLE = ("waiting", "run_queue", "too_small")
 # Run-queue wait behind someone else: no thread setting wins it back (``contention.py``).
 HELD_ELSEWHERE = ("other_processes", "steal", "quota")
-
-_INPUT, _PYTHON, _WAITING, _TOO_SMALL = "input", "python", "waiting", "too_small"
-_CHAIN, _DISPATCH, _UNEXPLAINED = "chain", "dispatch", "unexplained"
-_CATEGORY = {name: i for i, name in enumerate(CATEGORIES)}
 
 
 @dataclass(frozen=True)
@@ -121,7 +116,7 @@ class CoreUse:
         """The explained cause with the most idle core-time (None: nothing explained)."""
         if self.causes is None:
             return None
-        known = self.causes[self.causes["cause"] != _UNEXPLAINED]
+        known = self.causes[self.causes["cause"] != UNEXPLAINED]
         if known.empty or known["core_s"].max() <= 0:
             return None
         return str(known.loc[known["core_s"].idxmax(), "cause"])
@@ -228,81 +223,6 @@ def _trace_busy(run: Run, lo: int, hi: int, ops: pd.DataFrame) -> StepFunction:
     return count_open(merged, lo, hi)
 
 
-def _at(f: StepFunction, t: np.ndarray) -> np.ndarray:
-    i = np.clip(np.searchsorted(f.times, t, side="right") - 1, 0, max(len(f.values) - 1, 0))
-    return f.values[i] if len(f.values) else np.zeros(len(t), dtype=np.int64)
-
-
-def _per_thread(frame: pd.DataFrame, lo: int, hi: int) -> StepFunction:
-    """How many threads have one of the frame's intervals open."""
-    groups = [g for _, g in frame.groupby("thread", sort=False)]
-    return concurrency(
-        [g["start_ns"].to_numpy() for g in groups], [g["end_ns"].to_numpy() for g in groups], lo, hi
-    )
-
-
-def _full_pool(
-    run: Run, concurrency_of: dict[Pool, PoolConcurrency], lo: int, hi: int
-) -> StepFunction:
-    """1 while a closure of the inter- or intra-op pool is scheduled, not started, and every
-    thread of its pool is busy (the pool is the limit), else 0; over [lo, hi]."""
-    regions = run.regions.dropna(subset=["scheduled_ns"])
-    pools = pool_of_threads(run, regions["thread"].to_numpy())
-    parts = []
-    for pool in (Pool.INTER_OP, Pool.INTRA_OP):
-        c = concurrency_of.get(pool)
-        mine = regions[np.asarray(pools == pool.value)]
-        if c is None or mine.empty or not c.size:
-            continue
-        queued = concurrency(
-            [mine["scheduled_ns"].to_numpy(np.int64)], [mine["start_ns"].to_numpy()], lo, hi
-        )
-        parts.append((queued, c.function, c.size))
-    times = sorted_unique(
-        np.concatenate(
-            [np.array([lo, hi], dtype=np.int64)] + [f.times for q, b, _ in parts for f in (q, b)]
-        )
-    )
-    at = times[:-1]
-    full = np.zeros(len(at), dtype=bool)
-    for queued, busy, size in parts:
-        full |= (_at(queued, at) > 0) & (_at(busy, at) >= size)
-    return StepFunction(times, full.astype(np.int64))
-
-
-def _causes_of_instants(
-    run: Run, lo: int, hi: int, ops: pd.DataFrame, concurrency_of: dict[Pool, PoolConcurrency]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(edges, cause key per segment) over [lo, hi], first match as in ``CAUSES``."""
-    cat_edges, category = category_timeline(run, (lo, hi))
-    ev = run.events
-    data = pool_thread_keys(run, Pool.TF_DATA)
-    get_next = ev[starts_with(ev["name"], ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
-    waits = _per_thread(get_next, lo, hi)
-    running = _per_thread(ops, lo, hi)
-    full_pool = _full_pool(run, concurrency_of, lo, hi)
-    # every step function sampled below changes only at these edges
-    edges = sorted_unique(np.r_[cat_edges, waits.times, running.times, full_pool.times])
-    edges = edges[(edges >= lo) & (edges <= hi)]
-    at = edges[:-1]
-    cat = category[np.clip(np.searchsorted(cat_edges, at, side="right") - 1, 0, len(category) - 1)]
-    n_ops = _at(running, at)
-    full = _at(full_pool, at) > 0
-    on_ops = (cat == _CATEGORY["intra-op parallel"]) | (cat == _CATEGORY["op, intra idle"])
-    cause = np.full(len(at), _UNEXPLAINED, dtype=object)
-    rules = [  # first match wins: assign the first one last
-        (_INPUT, _at(waits, at) > 0),
-        (_PYTHON, cat == _CATEGORY["python / host"]),
-        (_WAITING, full | (cat == _CATEGORY["waiting for a thread"])),
-        (_TOO_SMALL, on_ops & (n_ops >= 2)),
-        (_CHAIN, on_ops & (n_ops < 2)),
-        (_DISPATCH, cat == _CATEGORY["dispatch & executor"]),
-    ]
-    for key, where in reversed(rules):
-        cause[where] = key
-    return edges, cause
-
-
 def _cores_left(cores: int, held_elsewhere: np.ndarray, held: Contention | None) -> np.ndarray:
     """Per sampler interval, the cores the process could have had: the usable ones less what
     other processes and steal took, at most the cgroup's quota (never below a tenth of a
@@ -386,7 +306,7 @@ def core_use(
         )
     idle = np.maximum(cores - busy, 0.0)
     queued = np.minimum(idle, wait)  # runnable threads that did not get the idle cores
-    cause_edges, cause = _causes_of_instants(run, lo, hi, ops, concurrency_of)
+    cause_edges, cause = causes_of_instants(run, lo, hi, ops, concurrency_of)
     edges = sorted_unique(np.r_[cause_edges, grid, f.times])  # where anything sampled changes
     at, width = edges[:-1], np.diff(edges).astype(np.float64)
     tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
@@ -404,14 +324,16 @@ def core_use(
             core_ns[key] = float(rest[cause_at == key].sum())
     idle_ns = sum(core_ns.values())
     # The trace's count, with Python time (which the trace does not show) as one thread.
-    owning = _at(f, at) + ((cause_at == _PYTHON) & (_at(f, at) == 0))
+    owning = value_at(f, at) + ((cause_at == PYTHON) & (value_at(f, at) == 0))
     trace_busy_ns = float((np.minimum(owning, cores) * width).sum())
     fixed = np.isin(cause_at, FIXED)
     fixed_ns = float(width[fixed].sum())
     # The cores left to the process: those others held are no setting's to win back.
     usable = _cores_left(cores, (others + steal) / grid_width, held)[tick]
     busy_rest_ns = float((busy[tick] * width / usable)[~fixed].sum())
-    bound = (hi - lo) / (fixed_ns + busy_rest_ns) if fixed_ns + busy_rest_ns > 0 else None
+    # at least 1: the run's own setting reached what it did (readings a few times a second
+    # can put a process's CPU above the cores they leave it)
+    bound = max(1.0, (hi - lo) / (fixed_ns + busy_rest_ns)) if fixed_ns + busy_rest_ns > 0 else None
     causes = pd.DataFrame(
         {
             "cause": [k for k, _ in CAUSES],

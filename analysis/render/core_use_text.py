@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.render.formatting import printable
 from tftrace.analysis.render.html_sections import esc, note, table
 
 if TYPE_CHECKING:
@@ -51,6 +52,30 @@ def cause_rows(use: CoreUse) -> list[tuple[str, str, str]]:
     return rows
 
 
+def beside_lines(analysis: Analysis) -> list[str]:
+    """Who else held the process's CPUs (other processes, steal, the quota), in a line or
+    two; nothing without the machine readings."""
+    held = analysis.contention
+    if held is None:
+        return []
+    others = held.processes[held.processes["role"] != "recorder"].head(3)
+    named = ", ".join(
+        f"{printable(r.name)} (pid {r.pid}) {r.core_s:.2f}" for r in others.itertuples()
+    )
+    lines = [
+        f"beside it on CPUs {','.join(map(str, held.cpus))}: other processes "
+        f"{held.others_core_s - held.tftrace_core_s:.2f} core-s"
+        + (f" ({named})" if named else "")
+        + f", tftrace's recorder {held.tftrace_core_s:.2f}, steal {held.steal_core_s:.2f}"
+    ]
+    if held.quota is not None:
+        lines.append(
+            f"cgroup quota {held.quota:g} CPUs: throttled in {held.throttled_periods} of "
+            f"{held.periods} periods ({held.throttled_core_s:.2f} s)"
+        )
+    return lines
+
+
 def not_checked_lines(analysis: Analysis) -> list[str]:
     return [f"not checked: {line}" for line in analysis.not_checked]
 
@@ -65,6 +90,7 @@ def core_use_section(analysis: Analysis) -> str:
     rows = cause_rows(use)
     if rows:
         parts.append(table(HEADERS, rows))
+    parts += [note(line) for line in beside_lines(analysis)]
     parts += [note(line) for line in use.notes]
     return "".join(parts)
 

@@ -58,3 +58,11 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(headers), line(["---"] * len(headers)), *map(line, rows)])
+
+
+def printable(text: object) -> str:
+    """``text`` with control characters and newlines shown as escapes (``\\x1b``, ``\\n``):
+    names from a run (a process's, a thread's) never move the cursor or forge a line."""
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text)
+    )

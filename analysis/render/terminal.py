@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tftrace.analysis.render import python_text, requests_text
+from tftrace.analysis.render import census_text, python_text, requests_text
 from tftrace.analysis.render.console import capture
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
-from tftrace.analysis.render.core_use_text import cause_rows, headline, not_checked_lines
+from tftrace.analysis.render.core_use_text import (
+    beside_lines,
+    cause_rows,
+    headline,
+    not_checked_lines,
+)
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
@@ -28,13 +33,16 @@ if TYPE_CHECKING:
     from tftrace.analysis.findings import Finding
 
 
-def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Any:
-    """A rich table whose first ``left`` columns are text, the others right-aligned figures."""
+def _table(
+    title: str, columns: tuple[str, ...], left: int = 1, text_at: tuple[int, ...] = ()
+) -> Any:
+    """A rich table whose first ``left`` columns (and those at ``text_at``) are text, the others
+    right-aligned figures."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i < left else "right")
+        table.add_column(column, justify="left" if i < left or i in text_at else "right")
     return table
 
 
@@ -81,6 +89,7 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     for cells in pool_rows(analysis.pools):
         pools.add_row(*cells)
     console.print(pools)
+    _render_census(console, analysis)
     queue = _table(
         "queue delay: scheduled -> started (us)",
         ("pool", "closures", "p50", "p90", "p99", "max", "total ms"),
@@ -122,6 +131,22 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
         console.print(f"missing: {line}", markup=False, highlight=False)
 
 
+def _render_census(console: Console, analysis: Analysis) -> None:
+    """Every thread by pool against the usable CPUs, then where each size came from (library
+    names and environment values, the run's own strings: printed as plain text, no markup)."""
+    census = analysis.census
+    if census is None:
+        return
+    from rich.text import Text
+
+    table = _table(census_text.title(census), census_text.FIGURE_HEADERS)
+    for cells in census_text.figure_rows(census):
+        table.add_row(*cells)
+    console.print(table)
+    for line in [*census_text.source_lines(census), *census_text.summary_lines(census)]:
+        console.print(Text(line))
+
+
 def _render_requests(console: Console, analysis: Analysis) -> None:
     """A server's requests, over the window of the line above: how many, requests/s, in
     flight, latency per function and where a request's time went. Nothing for a loop."""
@@ -153,6 +178,8 @@ def _render_core_use(console: Console, analysis: Analysis) -> None:
         for cells in rows:
             table.add_row(*cells)
         console.print(table)
+    for line in beside_lines(analysis):
+        console.print(line, markup=False, highlight=False)
     for line in use.notes:
         console.print(f"({line})", markup=False, highlight=False)
 

@@ -1,0 +1,76 @@
+"""Another process on the cores, end to end: a busy process pinned to one of the recorded
+process's CPUs is named with its pid, its core-seconds match its own CPU clock over the
+window, and the headline's bound leaves its share out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import WORKLOADS, quiet_env, tftrace
+from tftrace import analyze, load
+from tftrace.analysis.metrics.core_use import core_use
+from tftrace.analysis.render.formatting import printable
+
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def _own_cpu_over(log: Path, lo_mono: int, hi_mono: int) -> float:
+    """The burner's CPU seconds between two monotonic times, from its own clock's log."""
+    rows = np.loadtxt(log, dtype=np.int64)
+    t, cpu = rows[:, 0], rows[:, 1]
+    return float(np.interp(hi_mono, t, cpu) - np.interp(lo_mono, t, cpu)) / 1e9
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: one shared with the other process")
+def test_another_process_is_named_and_left_out_of_the_bound(tmp_path: Path):
+    log, run_dir = tmp_path / "burner.log", tmp_path / "run"
+    burner = subprocess.Popen(
+        [sys.executable, str(WORKLOADS / "burner.py"), "--cpu", str(CPUS[-1]), "--log", str(log)]
+    )
+    try:
+        time.sleep(0.5)  # spinning before the recording starts
+        proc = tftrace(
+            "record", "--no-pyspy", "-o", run_dir, WORKLOADS / "eager_big_matmul.py", "8",
+            env=quiet_env(TF_NUM_INTRAOP_THREADS=str(len(CPUS))),
+        )  # fmt: skip
+    finally:
+        burner.kill()
+        burner.wait()
+    assert proc.returncode == 0, proc.stderr
+    run = load(run_dir)
+    analysis = analyze(run, window="all")
+    held = analysis.contention
+    assert held is not None, run.missing
+    rows = held.processes.set_index("pid")
+    assert burner.pid in rows.index, held.processes
+    assert rows.loc[burner.pid, "role"] == "other"
+    lo, hi = (run.origin.monotonic_ns + t for t in analysis.window)
+    own = _own_cpu_over(log, lo, hi)
+    assert own > 0.2 * analysis.core_use.seconds  # it did take its CPU
+    assert rows.loc[burner.pid, "core_s"] == pytest.approx(own, rel=0.1)
+
+    use = analysis.core_use
+    causes = use.causes.set_index("cause")["core_s"]
+    assert causes["other_processes"] > 0
+    alone = core_use(run, analysis.window, analysis.concurrency)  # as if nobody else ran
+    assert use.max_speedup < alone.max_speedup
+    assert use.held_elsewhere_core_s > 0 and use.recoverable_share < alone.recoverable_share
+
+    found = {f.id: f for f in analysis.findings}
+    assert "other-processes-take-cores" in found, [f.id for f in analysis.findings]
+    assert f"pid {burner.pid}" in found["other-processes-take-cores"].message
+    assert found["other-processes-take-cores"].setting is None
+    text = tftrace("analyze", "--window", "all", run_dir)
+    assert f"(pid {burner.pid})" in text.stdout
+
+
+def test_names_from_a_run_cannot_move_the_cursor():
+    assert printable("burner\x1b[2J\nCRITICAL") == "burner\\x1b[2J\\nCRITICAL"
+    assert printable("tf_Compute") == "tf_Compute"
