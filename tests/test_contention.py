@@ -1,9 +1,11 @@
-"""Another process on the cores, end to end: a busy process pinned to one of the recorded
+"""Everything on the cores, end to end: a busy process pinned to one of the recorded
 process's CPUs is named with its pid, its core-seconds match its own CPU clock over the
-window, and the headline's bound leaves its share out."""
+window, and the headline's bound leaves its share out; NumPy's OpenBLAS pool beside TF's
+pools on 2 CPUs is named with its variable, and its advice is confirmed by a verification."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import WORKLOADS, quiet_env, tftrace
+from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace
 from tftrace import analyze, load
 from tftrace.analysis.metrics.core_use import core_use
 from tftrace.analysis.render.formatting import printable
@@ -28,6 +30,7 @@ def _own_cpu_over(log: Path, lo_mono: int, hi_mono: int) -> float:
     return float(np.interp(hi_mono, t, cpu) - np.interp(lo_mono, t, cpu)) / 1e9
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: one shared with the other process")
 def test_another_process_is_named_and_left_out_of_the_bound(tmp_path: Path):
     log, run_dir = tmp_path / "burner.log", tmp_path / "run"
@@ -69,6 +72,46 @@ def test_another_process_is_named_and_left_out_of_the_bound(tmp_path: Path):
     assert found["other-processes-take-cores"].setting is None
     text = tftrace("analyze", "--window", "all", run_dir)
     assert f"(pid {burner.pid})" in text.stdout
+
+
+def _on_two_cpus() -> None:
+    os.sched_setaffinity(0, CPUS[:2])
+
+
+@NEEDS_QUIET_CORES
+@pytest.mark.slow
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: two pools to crowd them")
+def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path: Path):
+    """OPENBLAS_NUM_THREADS=2 beside TF's default pools (2 and 2 on the 2 CPUs the run is
+    pinned to): OpenBLAS's worker holds a core between calls while TF's threads wait for one.
+    The finding advises OPENBLAS_NUM_THREADS=1, verified not slower; TF's pools at 1 too."""
+    run_dir = tmp_path / "run"
+    env = quiet_env(OPENBLAS_NUM_THREADS="2")
+    record = subprocess.run(
+        [sys.executable, "-m", "tftrace", "record", "--no-pyspy", "-o", str(run_dir),
+         str(WORKLOADS / "blas_step.py"), "--steps", "30"],
+        env=env, capture_output=True, text=True, timeout=300, preexec_fn=_on_two_cpus,
+    )  # fmt: skip
+    assert record.returncode == 0, record.stderr
+    run = load(run_dir)
+    found = {f.id: f for f in analyze(run).findings}
+    assert "library-pool-crowds-cores" in found, [(f.id, f.message) for f in found.values()]
+    library = found["library-pool-crowds-cores"]
+    assert library.setting is not None
+    assert dict(library.setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
+    assert "openblas" in library.message.lower()
+    assert found["tf-pools-beside-library-pool"].setting is not None
+    verify = subprocess.run(
+        [sys.executable, "-m", "tftrace", "analyze", "--verify", "--verify-repeat", "5",
+         "--json", str(run_dir)],
+        env=env, capture_output=True, text=True, timeout=600, preexec_fn=_on_two_cpus,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stderr
+    checked = {f["id"]: f["verification"] for f in json.loads(verify.stdout)["findings"]}
+    check = checked["library-pool-crowds-cores"]
+    assert check["status"] == "confirmed", check["reason"]
+    assert check["advised"]["env"] == {"OPENBLAS_NUM_THREADS": "1"}
+    assert check["current"]["env"] == {"OPENBLAS_NUM_THREADS": "2"}
 
 
 def test_names_from_a_run_cannot_move_the_cursor():

@@ -25,11 +25,11 @@ WAITED_BEHIND_SHARE = 0.05
 STEAL_SHARE = 0.05
 # The kernel throttled at least this share of the quota's periods.
 THROTTLED_SHARE = 0.1
-# A library's pool ran at least this share of the core-time, its threads waited for a core at
-# least this share of their CPU time, and the process's own threads waited on a run queue at
-# least this share of the core-time.
+# A library's pool ran at least this share of the core-time, and its threads and TF's pools'
+# waited for a core at least this share of their CPU time.
 LIBRARY_CPU_SHARE = 0.05
 LIBRARY_WAIT_PER_CPU = 0.1
+# tf.data: the process's own threads waited on a run queue at least this share of the time.
 OWN_RUN_QUEUE_SHARE = 0.1
 # tf.data's threads ran at least this share of the core-time while the pools crowded the cores.
 TF_DATA_CPU_SHARE = 0.1
@@ -205,36 +205,34 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
     sized by the CPUs as TF's are: the pools crowd the cores, and threads wait for them.
 
     Checked on the data (the OS sampler): the BLAS/OpenMP pool ran at least
-    ``LIBRARY_CPU_SHARE`` of the core-time, its threads waited for a core at least
-    ``LIBRARY_WAIT_PER_CPU`` of their CPU time, and the process's own run-queue wait (behind
-    its own threads, not other processes') was at least ``OWN_RUN_QUEUE_SHARE`` of the
-    core-time. Two fixes, each verified on its own: the library's variable at 1 (its work
+    ``LIBRARY_CPU_SHARE`` of the core-time, and the threads of it and of TF's pools waited
+    for a core at least ``LIBRARY_WAIT_PER_CPU`` of their CPU time (the kernel's counts; a
+    BLAS worker that spins between calls holds its core, and TF's threads wait). Two fixes,
+    each verified on its own: the library's variable at 1 (its work
     runs on the calling thread), or TF's pools at one thread each (TF's ops give the cores
-    up); the data favours shrinking the side that ran less, listed first.
+    up); the data favours shrinking the side whose threads held the cores while the other's
+    waited (the more waiting is the other's), listed first.
     """
-    budget, use = _core_time(analysis), analysis.core_use
+    budget = _core_time(analysis)
     blas = cpu_row(analysis, Pool.BLAS_OPENMP)
-    if budget is None or use is None or blas is None:
+    if budget is None or blas is None:
         return []
     cores, core_s = budget
     blas_s, blas_wait = float(blas["cpu_s"]), float(blas["wait_s"])
-    if blas_s < LIBRARY_CPU_SHARE * core_s or blas_wait < LIBRARY_WAIT_PER_CPU * blas_s:
-        return []
-    if use.run_queue_core_s < OWN_RUN_QUEUE_SHARE * core_s:
+    tf_rows = [r for p in (Pool.INTRA_OP, Pool.INTER_OP) if (r := cpu_row(analysis, p)) is not None]
+    tf_s = sum(float(r["cpu_s"]) for r in tf_rows)
+    waited = blas_wait + sum(float(r["wait_s"]) for r in tf_rows)
+    if blas_s < LIBRARY_CPU_SHARE * core_s or waited < LIBRARY_WAIT_PER_CPU * (blas_s + tf_s):
         return []
     library, variable, threads = _library(run)
-    tf_s = sum(
-        float(row["cpu_s"])
-        for row in (cpu_row(analysis, Pool.INTRA_OP), cpu_row(analysis, Pool.INTER_OP))
-        if row is not None
-    )
     intra = run.manifest.pool("intra_op").size or 0
     inter = run.manifest.pool("inter_op").size or 0
     figures = (
-        f"The {library or 'BLAS/OpenMP'} pool ({threads} threads) ran {blas_s:.2f} CPU-s and "
+        f"The {library or 'BLAS/OpenMP'} pool ({threads} worker thread{'s' * (threads != 1)}) "
+        f"ran {blas_s:.2f} CPU-s and "
         f"waited {blas_wait:.2f} s for a core, beside TF's pools (intra-op {intra}, inter-op "
-        f"{inter}: {tf_s:.2f} CPU-s) on {cores} cores; the process's threads waited "
-        f"{use.run_queue_core_s:.2f} core-s on a run queue."
+        f"{inter}: {tf_s:.2f} CPU-s) on {cores} cores; their threads waited {waited:.2f} s "
+        "for a core in all."
     )
     evidence = {
         "library": library,
@@ -243,9 +241,11 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
         "library_cpu_s": round(blas_s, 4),
         "library_wait_s": round(blas_wait, 4),
         "tf_pools_cpu_s": round(tf_s, 4),
-        "run_queue_share": min(1.0, use.run_queue_core_s / core_s),
+        "pools_wait_s": round(waited, 4),
+        "wait_per_cpu_share": min(1.0, waited / (blas_s + tf_s)) if blas_s + tf_s else 0.0,
     }
-    library_first = blas_s <= tf_s
+    # shrink the side whose threads held the cores the other's waited for
+    library_first = waited - blas_wait >= blas_wait
     found = [
         Finding(
             "library-pool-crowds-cores",
@@ -254,7 +254,11 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
             figures,
             f"Set {variable}=1 before the process starts: the library's work then runs on the "
             "calling thread, and TF's pools keep the cores"
-            + ("" if library_first else " (the data favours TF's pools: they ran less)")
+            + (
+                ""
+                if library_first
+                else " (the data favours TF's pools: the library's threads waited)"
+            )
             + ".",
             evidence,
             setting=AdvisedSetting(None, None, Expect.NOT_SLOWER, env={variable: "1"}),
@@ -269,7 +273,11 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
                 figures,
                 "Use one thread per TF pool (TF_NUM_INTRAOP_THREADS=1 "
                 "TF_NUM_INTEROP_THREADS=1): TF's ops give the cores to the library's pool"
-                + (" (the data favours the library's pool: it ran less)" if library_first else "")
+                + (
+                    " (the data favours the library's pool: TF's threads waited)"
+                    if library_first
+                    else ""
+                )
                 + ".",
                 evidence,
                 setting=AdvisedSetting(

@@ -73,6 +73,8 @@ RULES: tuple[Callable[[Run, Analysis], list[Finding]], ...] = (
 # cause: ops in a Python-bound or input-starved step are small or inline because the step does
 # little else (the Python, or the pipeline, is what to fix); cores idle for those reasons.
 CONSEQUENCES: dict[str, tuple[str, ...]] = {
+    # a py_function whose Python calls a library that crowds the cores: the library first
+    "python-bound": ("library-pool-crowds-cores",),
     "ops-too-small-to-split": ("python-bound", "input-pipeline-starves-step"),
     "ops-run-inline": ("python-bound", "input-pipeline-starves-step"),
     "underused-cores": (
