@@ -261,8 +261,23 @@ def test_default_sizes_above_a_real_cgroup_quota(tmp_path: Path):
     assert int(throttled["nr_throttled"]) > 0  # the kernel did hold the run to its quota
     run = load(run_dir)
     assert run.manifest.host.cpu_quota == quota
-    found = {f.id for f in diagnose(run, analyze(run))}
-    assert {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"} <= found
+    # The machine readings are cpu.stat's own counts: by the last one (the recorder stops
+    # after the workload's work), the group's periods and throttled periods all but equal
+    # what the file says once the process is gone (the group was new: its counts start at 0).
+    readings = run.machine.cgroup
+    assert run.machine.cgroup_info.get("quota_cpus") == quota
+    last = readings.iloc[-1]
+    for column, key in (("periods", "nr_periods"), ("throttled_periods", "nr_throttled")):
+        assert 0.9 * int(throttled[key]) <= last[column] <= int(throttled[key]), column
+    analysis = analyze(run)
+    held = analysis.contention
+    assert held is not None and held.throttled_periods > 0 and held.quota == quota
+    found = {f.id: f for f in diagnose(run, analysis)}
+    assert {"intra-op-exceeds-cpu-quota", "inter-op-exceeds-cpu-quota"} <= set(found)
+    assert "cpu-quota-throttles" in found, list(found)
+    fit = max(1, int(quota))
+    setting = found["cpu-quota-throttles"].setting
+    assert setting is not None and (setting.intra, setting.inter) == (fit, fit)
 
 
 def _finding_ids(tmp_path: Path, script: str, intra: int) -> set[str]:
