@@ -114,6 +114,25 @@ def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path:
     assert check["current"]["env"] == {"OPENBLAS_NUM_THREADS": "2"}
 
 
+@NEEDS_QUIET_CORES
+@pytest.mark.slow
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: two pools to crowd them")
+def test_a_sweep_over_the_blas_variable_never_puts_1_behind_2(tmp_path: Path):
+    """--env OPENBLAS_NUM_THREADS=1,2 on the BLAS workload, 2 pinned CPUs: the one-thread
+    library is ahead, or within noise (the ranges of its runs and 2's overlap), never behind."""
+    out = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "tftrace", "sweep", "-o", str(out), "--json", "--repeat", "3",
+         "--no-explain", "--env", "OPENBLAS_NUM_THREADS=1,2", str(WORKLOADS / "blas_step.py"),
+         "--steps", "30"],
+        env=quiet_env(), capture_output=True, text=True, timeout=600, preexec_fn=_on_two_cpus,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    by_value = {s["env"]["OPENBLAS_NUM_THREADS"]: s for s in json.loads(done.stdout)["settings"]}
+    one, two = by_value["1"], by_value["2"]
+    assert one["min_s"] <= two["max_s"], (one, two)  # not slower in every run than 2's slowest
+
+
 def test_names_from_a_run_cannot_move_the_cursor():
     assert printable("burner\x1b[2J\nCRITICAL") == "burner\\x1b[2J\\nCRITICAL"
     assert printable("tf_Compute") == "tf_Compute"

@@ -7,7 +7,6 @@ Counters are cumulative, so what happened in a window is their growth between it
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.model.counters import growth, without_resets
+from tftrace.analysis.model.os_samples import read_chunks
 from tftrace.analysis.model.schema import (
     MACHINE_CGROUP,
     MACHINE_CPUS,
@@ -127,16 +127,9 @@ class Machine:
 def read_machine(root: Path, origin_mono_ns: int, missing: list[str]) -> Machine | None:
     """The machine readings under ``root`` on the run's axis; None when there are none. A
     damaged chunk (the recorder killed mid-write) is skipped, and said in ``missing``."""
-    parts: list[dict[str, np.ndarray]] = []
-    for chunk in sorted((root / rundir.OS_SAMPLES_DIR).glob(CHUNKS)):
-        try:
-            with np.load(chunk) as data:
-                parts.append({c: data[c] for c in COLUMNS})
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-            missing.append(f"machine: {chunk.name} unreadable ({type(e).__name__}), skipped")
-    if not parts:
+    cols = read_chunks(root, CHUNKS, COLUMNS, "machine", missing)
+    if cols is None:
         return None
-    cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     table = rundir.read_json_or_none(root / rundir.MACHINE_TABLE) or {}
     return Machine(
         _cpus(cols, origin_mono_ns),

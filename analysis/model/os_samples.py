@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +18,26 @@ def read_thread_table(root: Path) -> dict[str, Any] | None:
     return rundir.read_json_or_none(root / rundir.OS_THREADS_TABLE)
 
 
-def read_sample_columns(root: Path, missing: list[str]) -> dict[str, np.ndarray] | None:
-    """All chunks concatenated; a damaged chunk (recorder killed mid-write) is skipped."""
-    chunks = sorted((root / rundir.OS_SAMPLES_DIR).glob("samples-*.npz"))
+def read_chunks(
+    root: Path, pattern: str, columns: Sequence[str], what: str, missing: list[str]
+) -> dict[str, np.ndarray] | None:
+    """The sampler's ``pattern`` chunks under ``root`` concatenated, column by column; a
+    damaged chunk (the recorder killed mid-write) is skipped and said in ``missing``."""
     parts: list[dict[str, np.ndarray]] = []
-    for chunk in chunks:
+    for chunk in sorted((root / rundir.OS_SAMPLES_DIR).glob(pattern)):
         try:
             with np.load(chunk) as data:
-                parts.append({c: data[c] for c in COLUMNS})
+                parts.append({c: data[c] for c in columns})
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-            missing.append(f"os sampler: {chunk.name} unreadable ({type(e).__name__}), skipped")
+            missing.append(f"{what}: {chunk.name} unreadable ({type(e).__name__}), skipped")
     if not parts:
         return None
-    return {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
+    return {c: np.concatenate([p[c] for p in parts]) for c in columns}
+
+
+def read_sample_columns(root: Path, missing: list[str]) -> dict[str, np.ndarray] | None:
+    """All the thread samples' chunks concatenated."""
+    return read_chunks(root, "samples-*.npz", COLUMNS, "os sampler", missing)
 
 
 def samples_frame(
