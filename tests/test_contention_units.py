@@ -21,13 +21,9 @@ from tftrace.analysis.findings.contention_rules import (
     steal_time,
 )
 from tftrace.analysis.metrics.concurrency import pool_concurrencies
-from tftrace.analysis.metrics.contention import (
-    contention,
-    growth,
-    process_table,
-    split_run_queue,
-)
+from tftrace.analysis.metrics.contention import contention, process_table, split_run_queue
 from tftrace.analysis.metrics.core_use import core_use
+from tftrace.analysis.model.counters import interval_growth
 from tftrace.analysis.model.pools import Pool
 from tftrace.tracer.manifest_reader import Manifest
 
@@ -141,8 +137,8 @@ def test_no_readings_in_the_window_is_none():
 
 def test_growth_is_linear_between_readings_and_flat_outside():
     t, value = np.array([10, 20]), np.array([0, 100])
-    assert growth(t, value, np.array([0, 10, 15, 20, 30])).tolist() == [0, 50, 50, 0]
-    assert growth(np.zeros(0), np.zeros(0), np.array([0, 1])).tolist() == [0]
+    assert interval_growth(t, value, np.array([0, 10, 15, 20, 30])).tolist() == [0, 50, 50, 0]
+    assert interval_growth(np.zeros(0), np.zeros(0), np.array([0, 1])).tolist() == [0]
 
 
 def test_run_queue_wait_goes_to_throttling_then_by_who_held_the_cores():

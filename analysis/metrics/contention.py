@@ -19,20 +19,12 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.cpu_time import process_cumulative
+from tftrace.analysis.model.counters import from_birth, growth, interval_growth
 from tftrace.analysis.model.run import Run
 
 # tftrace's own processes (the recorder, py-spy) are named apart: they are the cost of
 # measuring, not a neighbour the user can move.
 OWN_ROLES = ("recorder",)
-
-
-def growth(t: np.ndarray, value: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """A cumulative counter's growth over each interval of ``grid`` (len(grid) - 1 values),
-    linear between readings; nothing before the first reading or after the last."""
-    if len(t) == 0 or len(grid) < 2:
-        return np.zeros(max(len(grid) - 1, 0))
-    at = np.interp(grid, t, value.astype(np.float64))
-    return np.maximum(np.diff(at), 0.0)
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class Contention:
         def spread(per_interval: np.ndarray) -> np.ndarray:
             if len(self.grid) < 2:
                 return np.zeros(max(len(grid) - 1, 0))
-            return growth(self.grid, np.r_[0.0, np.cumsum(per_interval)], grid)
+            return interval_growth(self.grid, np.r_[0.0, np.cumsum(per_interval)], grid)
 
         return spread(self.others_ns), spread(self.steal_ns), spread(self.throttled_ns)
 
@@ -110,7 +102,7 @@ def _summed(frame: pd.DataFrame, column: str, grid: np.ndarray) -> np.ndarray:
     """Σ over CPUs of a cumulative per-CPU counter's growth per interval of ``grid``."""
     total = np.zeros(max(len(grid) - 1, 0))
     for _, one in frame.groupby("cpu", sort=False):
-        total += growth(one["t_ns"].to_numpy(), one[column].to_numpy(), grid)
+        total += interval_growth(one["t_ns"].to_numpy(), one[column].to_numpy(), grid)
     return total
 
 
@@ -135,15 +127,13 @@ def process_table(
     born = _births(names)
     rows = []
     for pid, one in processes.groupby("pid", sort=False):
-        t, cpu = one["t_ns"].to_numpy(np.int64), one["cpu_ns"].to_numpy()
-        processor = one["processor"].to_numpy()
-        start = born.get(int(pid))
-        if start is not None and start < t[0]:  # born between readings: from 0 at its birth
-            t, cpu, processor = np.r_[start, t], np.r_[0, cpu], np.r_[processor[0], processor]
+        read = one["t_ns"].to_numpy(np.int64)
+        t, cpu = from_birth(read, one["cpu_ns"].to_numpy(), born.get(int(pid)))
         edges = np.unique(np.r_[lo, t[(t > lo) & (t < hi)], hi]).astype(np.int64)
-        grown = growth(t, cpu, edges)
-        where = np.clip(np.searchsorted(t, edges[1:], side="left"), 0, len(t) - 1)
-        on_usable = processor[where]
+        grown = interval_growth(t, cpu, edges)
+        # each interval on the CPU of the reading that ends it (before its birth: its first)
+        where = np.clip(np.searchsorted(read, edges[1:], side="left"), 0, len(read) - 1)
+        on_usable = one["processor"].to_numpy()[where]
         if usable:
             grown = grown[np.isin(on_usable, usable)]
         if grown.sum() > 0:
@@ -179,8 +169,8 @@ def contention(
 
     ``cpus``: t_ns, cpu, busy_ns, steal_ns (cumulative, /proc/stat); ``processes``: t_ns,
     pid, cpu_ns, processor; ``names``: pid, name, role; ``cgroup``: t_ns, periods,
-    throttled_periods, throttled_ns (cumulative, cpu.stat); ``own_cpu_ns``: the process's cumulative
-    CPU ns, summed over its threads, at given times.
+    throttled_periods, throttled_ns (cumulative, cpu.stat); ``own_cpu_ns``: the process's
+    cumulative CPU ns, summed over its threads, at given times.
     """
     lo, hi = window
     mine = _usable(cpus, usable)
@@ -195,11 +185,9 @@ def contention(
     periods = throttled_periods = 0
     if not cgroup.empty:
         t = cgroup["t_ns"].to_numpy()
-        throttled = growth(t, cgroup["throttled_ns"].to_numpy(), grid)
-        whole = np.array([lo, hi])
+        throttled = interval_growth(t, cgroup["throttled_ns"].to_numpy(), grid)
         periods, throttled_periods = (
-            round(float(growth(t, cgroup[c].to_numpy(), whole)[0]))
-            for c in ("periods", "throttled_periods")
+            round(growth(t, cgroup[c].to_numpy(), lo, hi)) for c in ("periods", "throttled_periods")
         )
     table = process_table(processes, names, usable, lo, hi)
     tftrace_s = float(table.loc[table["role"].isin(OWN_ROLES), "core_s"].sum())

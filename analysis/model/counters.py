@@ -16,9 +16,27 @@ def growth(t: np.ndarray, value: np.ndarray, lo: int, hi: int, zero_at: int | No
     """
     if len(t) == 0:
         return float("nan")
-    if zero_at is not None and zero_at < t[0]:
-        t, value = np.r_[zero_at, t], np.r_[0, value]
+    t, value = from_birth(t, value, zero_at)
     return float(np.interp(hi, t, value) - np.interp(lo, t, value))
+
+
+def from_birth(
+    t: np.ndarray, value: np.ndarray, zero_at: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The readings with a reading of 0 at ``zero_at`` (a process born then) put first, where
+    it comes before them; unchanged otherwise."""
+    if zero_at is not None and len(t) and zero_at < t[0]:
+        return np.r_[zero_at, t], np.r_[0, value]
+    return t, value
+
+
+def interval_growth(t: np.ndarray, value: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """A cumulative counter's growth over each interval of ``grid`` (len(grid) - 1 values),
+    linear between readings; nothing before the first reading or after the last."""
+    if len(t) == 0 or len(grid) < 2:
+        return np.zeros(max(len(grid) - 1, 0))
+    at = np.interp(grid, t, value.astype(np.float64))
+    return np.maximum(np.diff(at), 0.0)
 
 
 def without_resets(value: np.ndarray) -> np.ndarray:
