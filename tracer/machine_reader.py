@@ -22,7 +22,7 @@ from typing import Any
 from .cgroup import CpuCgroup, cpu_cgroup, parse_cpu_stat
 from .process_reader import COLUMNS as PROCESS_COLUMNS
 from .process_reader import ProcessReader
-from .rundir import MACHINE_TABLE, write_json_atomic
+from .rundir import MACHINE_TABLE, write_json_atomic, write_npz_atomic
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 CPU_COLUMNS = ("cpu_t_ns", "cpu_id", *(f"cpu_{f}" for f in CPU_FIELDS))
@@ -124,15 +124,10 @@ class MachineReader:
     def flush(self, out_dir: Path) -> None:
         """Write the rows since the last flush as one chunk (atomically: a reader never sees
         half of one), and the processes and cgroup table."""
-        import numpy as np
 
         columns = {**self._cpu_columns(), **self.processes.take(), **self._cgroup_columns()}
         if any(len(v) for v in columns.values()):
-            path = out_dir / CHUNK.format(self.chunks)
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "wb") as f:
-                np.savez(f, **columns)
-            os.replace(tmp, path)
+            write_npz_atomic(out_dir / CHUNK.format(self.chunks), columns)
             self.chunks += 1
         write_json_atomic(out_dir.parent / MACHINE_TABLE, self.table())
 

@@ -28,7 +28,7 @@ from .options import DEFAULT_MACHINE_HZ
 from .priority import policy_name
 from .procstat import PROCESSOR, STARTTIME, STATE, STIME, UTIME, name_of, split_stat
 from .procstat import native as _procstat
-from .rundir import OS_THREADS_TABLE, write_json_atomic
+from .rundir import OS_THREADS_TABLE, write_json_atomic, write_npz_atomic
 from .sources import SourceState, SourceStatus
 
 COLUMNS = ("t_ns", "tid", "state", "utime", "stime", "cpu_ns", "wait_ns", "slices", "cpu")
@@ -309,11 +309,7 @@ class OsThreadSampler:
         table = np.frombuffer(self._rows, dtype=np.int64).reshape(-1, len(COLUMNS))
         arrays = {c: table[:, i].astype(_DTYPES[c]) for i, c in enumerate(COLUMNS)}
         self._note_last_seen(arrays["tid"], arrays["t_ns"])
-        path = self.out_dir / f"samples-{self._chunks:05d}.npz"
-        tmp = path.with_name(path.name + ".tmp")  # a reader never sees half a chunk
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)  # type: ignore[arg-type]
-        os.replace(tmp, path)
+        write_npz_atomic(self.out_dir / f"samples-{self._chunks:05d}.npz", arrays)
         self._chunks += 1
         self._rows = array("q")
         write_json_atomic(self.out_dir.parent / OS_THREADS_TABLE, self._table())

@@ -73,6 +73,17 @@ def write_json_atomic(path: Path, data: Any, indent: int | None = 2) -> None:
     os.replace(tmp, path)
 
 
+def write_npz_atomic(path: Path, arrays: dict[str, Any]) -> None:
+    """Write numpy columns as ``.npz`` via a temporary file, so a reader never sees half a
+    chunk (numpy is imported here, lazily: the recorder starts without it)."""
+    import numpy as np
+
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(tmp, path)
+
+
 def read_json_or_none(path: Path) -> dict[str, Any] | None:
     """A JSON object written by the recorder, or None if it is absent or damaged."""
     try:
