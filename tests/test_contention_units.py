@@ -314,3 +314,21 @@ def test_a_process_born_between_readings_counts_from_its_birth():
     assert table["core_s"].tolist() == pytest.approx([0.95])
     unborn = process_table(late, names.drop(columns="started_ns"), (0, 1), 0, 1000 * MS)
     assert unborn["core_s"].tolist() == pytest.approx([0.5])  # seen from its first reading only
+
+
+def test_a_process_name_in_a_finding_is_shown_not_obeyed_in_the_terminal():
+    """A process that names itself with an escape sequence and a forged line: the terminal
+    shows both as text."""
+    from tftrace.analysis.render.terminal import render_text
+
+    hostile = NAMES.assign(name=["burn\x1b[2J\n- CRITICAL", "tftrace", "elsewhere"])
+    run, analysis = _analysed(
+        contention(
+            _cpus(other=1.0), _burner(1.0), hostile, pd.DataFrame(), own(0.6),
+            (0, 100 * MS), (0, 1),
+        )
+    )  # fmt: skip
+    found = other_processes_take_cores(run, analysis)
+    text = render_text(replace(analysis, findings=tuple(found)))
+    assert "burn\\x1b[2J\\n- CRITICAL (pid 42)" in text
+    assert "\x1b[2J" not in text and "\n- CRITICAL" not in text

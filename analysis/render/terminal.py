@@ -18,7 +18,13 @@ from tftrace.analysis.render.core_use_text import (
     headline,
     not_checked_lines,
 )
-from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, parallelism_text, pool_rows
+from tftrace.analysis.render.formatting import (
+    POOL_HEADERS,
+    fmt,
+    parallelism_text,
+    pool_rows,
+    printable,
+)
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -58,10 +64,13 @@ def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
     console.print("[bold]findings[/bold] (causes first, then most severe first)")
     for f in findings:
         where = f" [{f.pool}]" if f.pool else ""
+        # a finding's words carry names from the run (a process's, a library's): shown, not obeyed
         console.print(
-            f"- {f.severity.value.upper()}{where} {f.message}", markup=False, highlight=False
+            f"- {f.severity.value.upper()}{where} {printable(f.message)}",
+            markup=False,
+            highlight=False,
         )
-        console.print(f"  -> {f.action}", markup=False, highlight=False)
+        console.print(f"  -> {printable(f.action)}", markup=False, highlight=False)
         if f.consequence_of:
             console.print(
                 f"  (a consequence of {', '.join(f.consequence_of)}: act on that first)",
