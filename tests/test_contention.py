@@ -83,7 +83,8 @@ def _on_two_cpus() -> None:
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: two pools to crowd them")
 def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path: Path):
     """OPENBLAS_NUM_THREADS=2 beside TF's default pools (2 and 2 on the 2 CPUs the run is
-    pinned to): OpenBLAS's worker holds a core between calls while TF's threads wait for one.
+    pinned to): each NumPy product, split in two, waits for the half whose thread sits behind
+    one of TF's.
     The finding advises OPENBLAS_NUM_THREADS=1, verified not slower; TF's pools at 1 too."""
     run_dir = tmp_path / "run"
     env = quiet_env(OPENBLAS_NUM_THREADS="2")
@@ -118,12 +119,15 @@ def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path:
 @pytest.mark.slow
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: two pools to crowd them")
 def test_a_sweep_over_the_blas_variable_never_puts_1_behind_2(tmp_path: Path):
-    """--env OPENBLAS_NUM_THREADS=1,2 on the BLAS workload, 2 pinned CPUs: the one-thread
-    library is ahead, or within noise (the ranges of its runs and 2's overlap), never behind."""
+    """--env OPENBLAS_NUM_THREADS=1,2 on the BLAS workload at TF's pools of 2 and 2, 2 pinned
+    CPUs: the one-thread library is ahead, or within noise (the ranges of its runs and 2's
+    overlap), never behind. The pools are given: the default, a ladder of intra-op sizes,
+    would put each variable's value in several settings."""
     out = tmp_path / "sweep"
     done = subprocess.run(
         [sys.executable, "-m", "tftrace", "sweep", "-o", str(out), "--json", "--repeat", "3",
-         "--no-explain", "--env", "OPENBLAS_NUM_THREADS=1,2", str(WORKLOADS / "blas_step.py"),
+         "--no-explain", "--intra", "2", "--inter", "2", "--env", "OPENBLAS_NUM_THREADS=1,2",
+         str(WORKLOADS / "blas_step.py"),
          "--steps", "30"],
         env=quiet_env(), capture_output=True, text=True, timeout=600, preexec_fn=_on_two_cpus,
     )  # fmt: skip
