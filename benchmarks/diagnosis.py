@@ -2,7 +2,7 @@
 
 Run it from the repository root with the project's virtualenv:
 
-    .venv/bin/python benchmarks/diagnosis.py            # 16 workloads: ~1.5 h on 2 cores
+    .venv/bin/python benchmarks/diagnosis.py            # 18 workloads: ~1.5 h on 2 cores
     .venv/bin/python benchmarks/diagnosis.py --quick    # 2 workloads, repeat 3: a few minutes
     .venv/bin/python benchmarks/diagnosis.py --only branches,small-ops --repeat 3
     .venv/bin/python benchmarks/diagnosis.py --markdown docs/diagnosis.md --output runs/
@@ -10,7 +10,11 @@ Run it from the repository root with the project's virtualenv:
 For every workload of a corpus of real TensorFlow workloads (``tests/workloads/``), each
 with the pool sizes it is recorded with (intra-op / inter-op; CPUS = the usable CPUs):
 training and inference loops, and servers (requests from several Python threads at once:
-``serve_*.py``), which are timed by their requests throughout.
+``serve_*.py``), which are timed by their requests throughout. Two are not alone on the
+cores: one calls NumPy, whose BLAS pool (``OPENBLAS_NUM_THREADS=2``) shares them with TF's
+pools (that variable is swept too, at 1 and 2), and one runs while another process spins on
+one of the CPUs throughout its recording, verification and sweep (no setting can win that
+core back: advice there counts against precision when it is not confirmed).
 
 1. record it (``tftrace.record``, no py-spy) and analyse it (``tftrace.analyze``);
 2. verify the findings that advise a thread setting (``tftrace.verify``: the advised setting
@@ -19,7 +23,8 @@ training and inference loops, and servers (requests from several Python threads 
 3. sweep a grid independently of the findings (``tftrace.sweep``): intra-op in
    {1, CPUS, 2*CPUS} x inter-op in {1, CPUS}, the recorded sizes added to the axes (and, for
    a server, its client threads, the most requests it can have in flight, to the inter-op
-   axis: the size a user would try), the recorded setting as the baseline, ``--repeat``
+   axis: the size a user would try; a workload's variables crossed with them), the recorded
+   setting as the baseline, ``--repeat``
    runs each. A server is swept by its throughput (``objective="throughput"``: requests per
    second, compared as seconds per request); a loop by its time per step.
 
@@ -76,6 +81,7 @@ import pandas as pd
 import tftrace
 from tftrace.analysis.sweep.stats import faster  # beyond noise: tftrace's own test
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
+from tftrace.tracer.sweep_setting import Setting as SweepSetting
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "tests" / "workloads"
@@ -94,6 +100,9 @@ QUICK = ("small-ops", "big-matmul-intra1")
 
 Pair = tuple[int | None, int | None]  # (intra, inter); None = keep the recorded size
 Setting = tuple[int, int]
+# Environment variables a workload is recorded with and swept over, as sorted (name, value)
+# pairs: a library's thread variable (OPENBLAS_NUM_THREADS) is a knob like a pool size.
+Knobs = tuple[tuple[str, str], ...]
 # A server's sweep compares its settings by this (``tftrace.sweep(objective=)``).
 SERVER_OBJECTIVE = "throughput"
 # Measures that are one figure: a loop's time per step is its throughput's inverse, and a
@@ -110,7 +119,8 @@ OTHER_LOAD_NOTE = 0.05  # other processes' share of the cores worth a note besid
 class Workload:
     """One corpus entry: a script with its arguments, recorded at ``intra`` / ``inter``;
     ``clients``: a server's client threads (the most requests it has in flight), None for a
-    loop."""
+    loop; ``env``: variables it is recorded with, each swept over ``env_axis``'s values;
+    ``beside``: another process spins on one of its CPUs throughout (record, verify, sweep)."""
 
     name: str
     script: Path
@@ -119,6 +129,9 @@ class Workload:
     inter: int
     about: str
     clients: int | None = None
+    env: Knobs = ()
+    env_axis: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    beside: bool = False
 
     @property
     def recorded(self) -> Setting:
@@ -175,6 +188,13 @@ def corpus(cpus: int) -> list[Workload]:
                "Keras MobileNetV2 predict_on_batch from 4 Python threads"),
         server("serve-savedmodel", "serve_savedmodel.py", c, c,
                "a loaded SavedModel's serving_default signature from 4 Python threads"),
+        Workload("blas-beside-pools", WORKLOADS / "blas_step.py", (), c, c,
+                 "NumPy products (OpenBLAS, 2 threads) beside TF matmuls in each step",
+                 env=(("OPENBLAS_NUM_THREADS", "2"),),
+                 env_axis=(("OPENBLAS_NUM_THREADS", ("1", "2")),)),
+        Workload("big-matmul-beside-burner", Path(MATMUL), tuple(BIG), c, c,
+                 "eager 1500x1500 products while another process spins on one CPU",
+                 beside=True),
     ]  # fmt: skip
 
 
@@ -207,6 +227,7 @@ class Advice:
     speedup: float | None = None
     reason: str = ""
     objective: str | None = None
+    env: Knobs = ()  # the variables the finding advises, beside the pools
 
 
 @dataclass
@@ -223,6 +244,7 @@ class Outcome:
     objective: str | None = None
     shape: str | None = None
     other_load: float | None = None  # the share of the cores others used meanwhile
+    env: Knobs = ()  # the swept variables' recorded values
 
 
 def resolve(advised: Pair, recorded: Setting) -> Setting:
@@ -231,16 +253,39 @@ def resolve(advised: Pair, recorded: Setting) -> Setting:
     return (recorded[0] if intra is None else intra, recorded[1] if inter is None else inter)
 
 
+def resolve_env(advice: Advice, outcome: Outcome) -> Knobs:
+    """The variables an advised setting runs with: the recorded ones, the advised changed."""
+    return tuple(sorted({**dict(outcome.env), **dict(advice.env)}.items()))
+
+
 def _key(row: pd.Series) -> Pair:
     return tuple(None if pd.isna(row[k]) else int(row[k]) for k in ("intra", "inter"))  # type: ignore[return-value]
 
 
-def lookup(table: pd.DataFrame, setting: Setting) -> pd.Series | None:
-    """The sweep table's row for ``setting``, or None when it was not swept."""
+def _row_knobs(row: pd.Series, env: Knobs) -> Knobs:
+    """The row's values of ``env``'s variables (the ones the table has a column for)."""
+    return tuple((name, str(row[name])) for name, _ in env if name in row.index)
+
+
+def lookup(table: pd.DataFrame, setting: Setting, env: Knobs = ()) -> pd.Series | None:
+    """The sweep table's row for ``setting`` with ``env``'s values of the variables it
+    swept, or None when it was not swept."""
+    swept = tuple((name, value) for name, value in env if name in table.columns)
     for _, row in table.iterrows():
-        if _key(row) == tuple(setting):
+        if _key(row) == tuple(setting) and _row_knobs(row, swept) == swept:
             return row
     return None
+
+
+def env_columns(table: pd.DataFrame) -> list[str]:
+    """The variables a sweep table crossed with the pools (its upper-case columns)."""
+    return [c for c in table.columns if isinstance(c, str) and c.isupper()]
+
+
+def row_label(row: pd.Series) -> str:
+    """A sweep row's setting: ``intra/inter`` and each swept variable's value."""
+    knobs = [f"{name}={row[name]}" for name in env_columns(row.to_frame().T)]
+    return " ".join([label(_key(row)), *knobs])
 
 
 def gain_of(row: pd.Series, base: pd.Series) -> float:
@@ -253,26 +298,34 @@ def gains(row: pd.Series, base: pd.Series) -> bool:
     return faster(row, base) and gain_of(row, base) >= GAIN
 
 
-def best(table: pd.DataFrame, recorded: Setting) -> tuple[Setting, float, bool]:
-    """The sweep's best setting against the recorded one: (setting, speedup, is it a gain).
-    Among the settings that gain, the one with the largest speedup; without any, the
-    setting with the lowest median."""
-    base = lookup(table, recorded)
+def best_row(
+    table: pd.DataFrame, recorded: Setting, env: Knobs = ()
+) -> tuple[pd.Series, float, bool]:
+    """The sweep's best row against the recorded setting (its pools and ``env``): (row,
+    speedup, is it a gain). Among the settings that gain, the one with the largest speedup;
+    without any, the setting with the lowest median."""
+    base = lookup(table, recorded, env)
     if base is None:
-        raise ValueError(f"the recorded setting {recorded} is not in the sweep table")
+        raise ValueError(f"the recorded setting {recorded} {env} is not in the sweep table")
     rows = [row for _, row in table.iterrows()]
     winners = [row for row in rows if gains(row, base)]
     if winners:
         pick = max(winners, key=lambda r: gain_of(r, base))
     else:
         pick = min(rows, key=lambda r: float(r["median_s"]))
+    return pick, gain_of(pick, base), bool(winners)
+
+
+def best(table: pd.DataFrame, recorded: Setting, env: Knobs = ()) -> tuple[Setting, float, bool]:
+    """``best_row`` with the row's pool sizes."""
+    pick, speedup, gained = best_row(table, recorded, env)
     intra, inter = _key(pick)
-    return (intra, inter), gain_of(pick, base), bool(winners)  # type: ignore[return-value]
+    return (intra, inter), speedup, gained  # type: ignore[return-value]
 
 
 def has_gain(outcome: Outcome) -> bool:
     """The sweep found a setting ``GAIN`` faster than the recorded one, beyond noise."""
-    return outcome.table is not None and best(outcome.table, outcome.recorded)[2]
+    return outcome.table is not None and best(outcome.table, outcome.recorded, outcome.env)[2]
 
 
 def same_measure(a: str | None, b: str | None) -> bool:
@@ -289,8 +342,8 @@ def advice_hit(advice: Advice, outcome: Outcome) -> bool:
     table = outcome.table
     if not same_measure(advice.objective, outcome.objective):
         table = None
-    row = lookup(table, setting) if table is not None else None
-    base = lookup(table, outcome.recorded) if table is not None else None
+    row = lookup(table, setting, resolve_env(advice, outcome)) if table is not None else None
+    base = lookup(table, outcome.recorded, outcome.env) if table is not None else None
     if row is not None and base is not None:
         return gains(row, base)
     return advice.status == "confirmed" and advice.speedup is not None and advice.speedup >= GAIN
@@ -337,6 +390,16 @@ def label(setting: Pair) -> str:
     return "/".join("-" if v is None else str(v) for v in setting)
 
 
+def knobs_label(setting: Pair, env: Knobs) -> str:
+    """``intra/inter`` and the variables' values: ``2/2 OPENBLAS_NUM_THREADS=1``."""
+    return " ".join([label(setting), *(f"{name}={value}" for name, value in env)])
+
+
+def advised_label(advice: Advice, outcome: Outcome) -> str:
+    """The setting an advice runs: its pools resolved, and the variables it changes."""
+    return knobs_label(resolve(advice.advised, outcome.recorded), advice.env)
+
+
 def _by(objective: str | None) -> str:
     """`` (p99)``: the measure a figure is by, where it is not the time per step."""
     return "" if objective is None else f" ({objective})"
@@ -356,22 +419,22 @@ def rows(outcomes: Sequence[Outcome]) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for o in outcomes:
         if o.table is not None:
-            setting, speedup, gain = best(o.table, o.recorded)
-            sweep = f"{label(setting)} {speedup:.2f}x{_by(o.objective)}"
+            pick, speedup, gain = best_row(o.table, o.recorded, o.env)
+            sweep = f"{row_label(pick)} {speedup:.2f}x{_by(o.objective)}"
             gained: bool | None = gain
             hits: bool | None = hit(o) if gain else None
         else:
             sweep, gained, hits = "failed", None, None
         findings = [
             (
-                f"{a.id} -> {label(resolve(a.advised, o.recorded))}{_by(a.objective)}",
+                f"{a.id} -> {advised_label(a, o)}{_by(a.objective)}",
                 a.status,
                 "-" if a.speedup is None else f"{a.speedup:.2f}x",
             )
             for a in o.advice
         ] or [("(none)", "", "")]
         for i, (what, status, speed) in enumerate(findings):
-            head = (o.name, label(o.recorded)) if i == 0 else ("", "")
+            head = (o.name, knobs_label(o.recorded, o.env)) if i == 0 else ("", "")
             tail = (sweep, _yes(gained), _yes(hits)) if i == 0 else ("", "", "")
             out.append((*head, what, status, speed, *tail))
     return out
@@ -550,6 +613,7 @@ def _advice_of(findings: Sequence[Any]) -> list[Advice]:
                 v.speedup if v is not None else None,
                 v.reason if v is not None else "no verification came back",
                 f.setting.objective,
+                tuple(sorted(dict(f.setting.env).items())),
             )
         )
     return out
@@ -558,16 +622,44 @@ def _advice_of(findings: Sequence[Any]) -> list[Advice]:
 def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outcome:
     """Record, analyse, verify and sweep one workload (``repeats``: runs per setting in the
     sweep and in the verification); failures are kept as errors."""
-    repeat, verify_repeat = repeats
-    outcome = Outcome(w.name, w.recorded, objective=w.objective)
+    outcome = Outcome(w.name, w.recorded, objective=w.objective, env=w.env)
     others = OtherLoad()
+    burner = _start_burner(out) if w.beside else None
+    try:
+        _record_and_verify(w, repeats[1], out, outcome)
+        _sweep(w, cpus, repeats[0], out, outcome)
+    finally:
+        if burner is not None:  # waited for: its CPU counts as this process's children's
+            burner.kill()
+            burner.wait()
+    outcome.other_load = others.share()
+    if outcome.other_load is not None:
+        _say(f"  other processes used {outcome.other_load:.0%} of the cores meanwhile")
+    return outcome
+
+
+def _start_burner(out: Path) -> subprocess.Popen[bytes]:
+    """Another process spinning on the last usable CPU (``tests/workloads/burner.py``)."""
+    cpu = max(os.sched_getaffinity(0))
+    out.mkdir(parents=True, exist_ok=True)
+    _say(f"  another process spins on CPU {cpu} throughout")
+    burner = subprocess.Popen(
+        [sys.executable, str(WORKLOADS / "burner.py"), "--cpu", str(cpu), "--log",
+         str(out / "burner.log")]
+    )  # fmt: skip
+    time.sleep(0.5)  # spinning before the recording starts
+    return burner
+
+
+def _record_and_verify(w: Workload, verify_repeat: int, out: Path, outcome: Outcome) -> None:
     env = {
         **RECORD_ENV,
         "TF_NUM_INTRAOP_THREADS": str(w.intra),
         "TF_NUM_INTEROP_THREADS": str(w.inter),
+        **dict(w.env),
     }
     try:
-        _say(f"  record {' '.join([w.script.name, *w.args])} at {label(w.recorded)}")
+        _say(f"  record {' '.join([w.script.name, *w.args])} at {knobs_label(w.recorded, w.env)}")
         rec = tftrace.record(
             w.script, list(w.args), output=out / "record", pyspy=False, env=env, echo=False
         )
@@ -600,17 +692,27 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
     except Exception as e:  # a 40-minute benchmark goes on to the next workload
         traceback.print_exc(file=sys.stderr)
         outcome.errors.append(f"record/verify: {type(e).__name__}: {e}")
+
+
+def _sweep(w: Workload, cpus: int, repeat: int, out: Path, outcome: Outcome) -> None:
     try:
         intra, inter = sweep_axes(cpus, w.recorded, w.clients)
+        axis = {name: list(values) for name, values in w.env_axis}
         by = f", by {w.objective}" if w.objective else ""
-        _say(f"  sweep intra {intra} x inter {inter} (repeat {repeat}{by})")
+        knobs = "".join(f" x {name} {values}" for name, values in axis.items())
+        _say(f"  sweep intra {intra} x inter {inter}{knobs} (repeat {repeat}{by})")
+        # with variables swept, the recorded setting is the one with their recorded values
+        baseline: Setting | SweepSetting = w.recorded
+        if axis:
+            baseline = SweepSetting(w.intra, w.inter, env_vars=w.env)
         result = tftrace.sweep(
             w.script,
             list(w.args),
             intra=intra,
             inter=inter,
+            env=axis or None,
             repeat=repeat,
-            baseline=w.recorded,
+            baseline=baseline,
             explain=False,
             output=out / "sweep",
             # a loop by its time per step: the inverse of tftrace.sweep's default, throughput
@@ -620,16 +722,13 @@ def run_one(w: Workload, cpus: int, repeats: tuple[int, int], out: Path) -> Outc
     except Exception as e:
         traceback.print_exc(file=sys.stderr)
         outcome.errors.append(f"sweep: {type(e).__name__}: {e}")
-    outcome.other_load = others.share()
-    if outcome.other_load is not None:
-        _say(f"  other processes used {outcome.other_load:.0%} of the cores meanwhile")
-    return outcome
 
 
 def to_json(o: Outcome) -> dict[str, Any]:
     table = None
     if o.table is not None:
-        cols = ["intra", "inter", "runs", "median_s", "min_s", "max_s", "speedup"]
+        cols = ["intra", "inter", *env_columns(o.table), "runs", "median_s", "min_s", "max_s",
+                "speedup"]  # fmt: skip
         table = [
             {k: (None if pd.isna(r[k]) else r[k].item() if hasattr(r[k], "item") else r[k])
              for k in cols}
@@ -643,6 +742,7 @@ def to_json(o: Outcome) -> dict[str, Any]:
                 "id": a.id,
                 "advised": list(a.advised),
                 "resolved": list(resolve(a.advised, o.recorded)),
+                "env": dict(a.env),
                 "status": a.status,
                 "speedup": a.speedup,
                 "reason": a.reason,
@@ -651,6 +751,7 @@ def to_json(o: Outcome) -> dict[str, Any]:
             }
             for a in o.advice
         ],
+        "env": dict(o.env),
         "objective": o.objective,
         "shape": o.shape,
         "other_load": o.other_load,
@@ -666,7 +767,13 @@ def from_json(data: dict[str, Any]) -> Outcome:
     recorded: Setting = (int(data["recorded"][0]), int(data["recorded"][1]))
     advice = [
         Advice(
-            a["id"], tuple(a["advised"]), a["status"], a["speedup"], a["reason"], a.get("objective")
+            a["id"],
+            tuple(a["advised"]),
+            a["status"],
+            a["speedup"],
+            a["reason"],
+            a.get("objective"),
+            tuple(sorted(a.get("env", {}).items())),
         )
         for a in data["advice"]
     ]
@@ -681,6 +788,7 @@ def from_json(data: dict[str, Any]) -> Outcome:
         data.get("objective"),
         data.get("shape"),
         data.get("other_load"),
+        tuple(sorted(data.get("env", {}).items())),
     )
 
 

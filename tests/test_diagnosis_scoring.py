@@ -240,3 +240,55 @@ def test_other_load_is_noted_from_five_percent():
     assert "busy 37%" in line and "quiet" not in line
     share = d.OtherLoad().share()
     assert share is None or 0.0 <= share <= 1.0
+
+
+# The BLAS workload's sweep: pools crossed with OPENBLAS_NUM_THREADS, recorded 2/2 at "2".
+# The variable at 1 runs 25 % faster beyond noise; the pools at 1/1 (variable at 2) do not.
+KNOB = "OPENBLAS_NUM_THREADS"
+ENV_SWEEP = pd.DataFrame(
+    [
+        {"intra": 2, "inter": 2, KNOB: "2", "runs": 5, "median_s": 1.00, "min_s": 0.98,
+         "max_s": 1.02},
+        {"intra": 2, "inter": 2, KNOB: "1", "runs": 5, "median_s": 0.80, "min_s": 0.79,
+         "max_s": 0.81},
+        {"intra": 1, "inter": 1, KNOB: "2", "runs": 5, "median_s": 0.99, "min_s": 0.97,
+         "max_s": 1.01},
+        {"intra": 1, "inter": 1, KNOB: "1", "runs": 5, "median_s": 0.85, "min_s": 0.84,
+         "max_s": 0.86},
+    ]
+).astype({"intra": "Int64", "inter": "Int64"})  # fmt: skip
+
+
+def test_a_variable_is_part_of_a_setting():
+    recorded = ((KNOB, "2"),)
+    assert float(d.lookup(ENV_SWEEP, (2, 2), ((KNOB, "1"),))["median_s"]) == 0.80
+    assert float(d.lookup(ENV_SWEEP, (2, 2), recorded)["median_s"]) == 1.00
+    assert d.lookup(ENV_SWEEP, (2, 2), (("OTHER", "1"),)) is not None  # not swept: any row
+    o = d.Outcome("blas", (2, 2), [], ENV_SWEEP, env=recorded)
+    variable = d.Advice("library-pool-crowds-cores", (None, None), "confirmed", 1.2,
+                        env=((KNOB, "1"),))  # fmt: skip
+    pools = d.Advice("tf-pools-beside-library-pool", (1, 1), "not confirmed", 1.0)
+    assert d.advice_hit(variable, o)  # 2/2 with the variable at 1: 1.25x
+    assert not d.advice_hit(pools, o)  # 1/1 keeps the recorded variable: 1.01x
+    assert d.has_gain(o) and not d.hit(o)  # no advice yet
+    o.advice = [variable, pools]
+    assert d.hit(o)
+    pick, speedup, gained = d.best_row(ENV_SWEEP, (2, 2), recorded)
+    assert d.row_label(pick) == f"2/2 {KNOB}=1" and gained and speedup == pytest.approx(1.25)
+    first, second = d.rows([d.Outcome("blas", (2, 2), [variable, pools], ENV_SWEEP, env=recorded)])
+    assert first[1] == f"2/2 {KNOB}=2" and first[2] == f"library-pool-crowds-cores -> 2/2 {KNOB}=1"
+    assert second[2] == "tf-pools-beside-library-pool -> 1/1"
+
+
+def test_saved_results_keep_the_variables(tmp_path):
+    import json
+
+    advice = d.Advice("v", (None, None), "confirmed", 1.2, "r", None, ((KNOB, "1"),))
+    o = d.Outcome("blas", (2, 2), [advice], ENV_SWEEP.assign(speedup=1.0), env=((KNOB, "2"),))
+    saved = {"tftrace": "x", "cpus": 2, "repeat": 5, "verify_repeat": 7,
+             "workloads": [d.to_json(o)]}  # fmt: skip
+    (tmp_path / "r.json").write_text(json.dumps(saved))
+    (back,), _, _ = d.combine([tmp_path / "r.json"])
+    assert back.env == o.env and back.advice[0].env == advice.env
+    assert KNOB in back.table.columns and d.rows([back]) == d.rows([o])
+    assert d.hit(back)
