@@ -36,6 +36,7 @@ RECORDINGS: dict[str, tuple[tuple[str, ...], int | None, int | None]] = {
     "py-function-intra2": (("py_function_loop.py",), 2, 2),
     "data-sequential": (("data_sequential.py",), 2, 2),
     "data-parallel": (("data_parallel_heavy_step.py",), 2, 2),
+    "data-heavy-map": (("data_heavy_map.py",), 2, 2),
     "map-autotune": (("data_map_parallel.py", "autotune"), 2, 2),
     "late-setter": (("late_setter.py",), 2, 2),
     "own-settings": (("own_settings.py",), None, None),
@@ -54,6 +55,8 @@ CASES = {
     "intra-op-pinned-vs-cpus": ("big-intra4", "big-intra2"),
     "threading-set-too-late": ("late-setter", "own-settings"),
     "eigen-spin": ("small-elementwise", "large-elementwise"),
+    # a map of heavy elements on tf.data's threads beside heavy steps; a light map
+    "tf-data-competes-with-step": ("data-heavy-map", "data-parallel"),
 }
 
 
