@@ -316,6 +316,17 @@ def test_a_process_born_between_readings_counts_from_its_birth():
     assert unborn["core_s"].tolist() == pytest.approx([0.5])  # seen from its first reading only
 
 
+def test_a_pid_taken_again_counts_both_processes():
+    """One pid: a process that ran 0.3 s, then, after a fall of its count at 400 ms, a new one
+    that had run 0.1 s when first read and ran all of the remaining 0.5 s beside it."""
+    t = T[:11]
+    count = np.where(t < 400 * MS, t * 0.75, t - 400 * MS + 100 * MS)
+    one = pd.DataFrame({"t_ns": t, "pid": 9, "processor": 1, "cpu_ns": count.astype(np.int64)})
+    table = process_table(one, pd.DataFrame(columns=["pid", "name", "role"]), (0, 1), 0, 1000 * MS)
+    # 0 to 300 ms: 0.225 s; the reading after the fall adds the new count (0.1 s), then 0.6 s
+    assert table["core_s"].tolist() == pytest.approx([0.225 + 0.1 + 0.6])
+
+
 def test_a_process_name_in_a_finding_is_shown_not_obeyed_in_the_terminal():
     """A process that names itself with an escape sequence and a forged line: the terminal
     shows both as text."""

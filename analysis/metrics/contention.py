@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.cpu_time import process_cumulative
-from tftrace.analysis.model.counters import from_birth, growth, interval_growth
+from tftrace.analysis.model.counters import from_birth, growth, interval_growth, without_resets
 from tftrace.analysis.model.run import Run
 
 # tftrace's own processes (the recorder, py-spy) are named apart: they are the cost of
@@ -128,7 +128,9 @@ def process_table(
     rows = []
     for pid, one in processes.groupby("pid", sort=False):
         read = one["t_ns"].to_numpy(np.int64)
-        t, cpu = from_birth(read, one["cpu_ns"].to_numpy(), born.get(int(pid)))
+        # a pid taken by a new process between readings: its count starts again
+        cpu_ns = without_resets(one["cpu_ns"].to_numpy())
+        t, cpu = from_birth(read, cpu_ns, born.get(int(pid)))
         edges = np.unique(np.r_[lo, t[(t > lo) & (t < hi)], hi]).astype(np.int64)
         grown = interval_growth(t, cpu, edges)
         # each interval on the CPU of the reading that ends it (before its birth: its first)
