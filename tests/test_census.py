@@ -35,6 +35,7 @@ from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.render import census_text
 from tftrace.analysis.render.figure_data import census_stack
+from tftrace.analysis.render.formatting import markdown_text
 from tftrace.analysis.render.html_sections import census_section
 from tftrace.analysis.render.terminal import render_text
 from tftrace.tracer.child import thread_libraries
@@ -343,7 +344,8 @@ def test_html_escapes_the_census(sample: Any):
 
 def test_markdown_escapes_pipes(sample: Any):
     text = census_text.markdown(evil_analysis(sample).census)
-    assert f"{EVIL[:-1]}\\|" in text
+    assert markdown_text(EVIL).endswith("\\|") and markdown_text(EVIL) in text
+    assert "<script>" not in text and "[bold]" not in text  # no HTML, no link syntax
     lines = [line for line in text.splitlines() if line.startswith("| blas/openmp")]
     assert len(lines) == 1 and lines[0].count(" | ") == len(census_text.HEADERS) - 1
 

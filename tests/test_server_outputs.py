@@ -51,6 +51,7 @@ from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.model.schema import REQUESTS
 from tftrace.analysis.render import requests_text
 from tftrace.analysis.render.figure_data import latency_distribution, requests_over_time
+from tftrace.analysis.render.formatting import markdown_text
 from tftrace.analysis.render.html import (
     FIGURES,
     REQUEST_FIGURES,
@@ -323,8 +324,9 @@ def test_tensorboard_summaries_have_requests_over_time(server, tmp_path: Path):
     figures, about = text("figures"), text("about")
     row = all_row(analysis)
     assert f"| all | {len(analysis.requests.table)} | {row['p50_ms']:.2f} |" in figures
-    assert f"{row['p99_ms']:.2f}" in figures and analysis.window_basis in figures
-    assert requests_text.summary_lines(analysis)[0] in about
+    # the lines name functions of the run: markdown_text shows them (and their parentheses)
+    assert f"{row['p99_ms']:.2f}" in figures and markdown_text(analysis.window_basis) in figures
+    assert markdown_text(requests_text.summary_lines(analysis)[0]) in about
 
 
 def tab_server(logdir: Path) -> tuple[Any, str]:

@@ -22,6 +22,7 @@ from conftest import SAMPLE_TRACES, modules_loaded_by, quiet_env
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.diff import diff
 from tftrace.analysis.model.run import load
+from tftrace.analysis.render import census_text
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.figure_data import concurrency_stack
 from tftrace.analysis.tensorboard_plugin import PLUGIN_NAME, TAB_NAME
@@ -117,6 +118,10 @@ def test_run_route_is_the_analysis(client: Client, logdir: Path) -> None:
     line_ids = {str(i) for i in analysis.run.threads["line_id"].dropna()}
     assert {t["line_id"] for t in data["threads"] if t["line_id"]} == line_ids
     assert all(t["evidence"] and t["pool"] for t in data["threads"])
+    # every thread by pool against the CPUs: the terminal's table
+    assert analysis.census is not None
+    assert data["census_view"]["rows"] == [list(r) for r in census_text.rows(analysis.census)]
+    assert data["census_view"]["title"] == census_text.title(analysis.census)
 
 
 def test_diff_route_is_tftrace_diff(client: Client, logdir: Path) -> None:

@@ -20,6 +20,7 @@ from browser import CHROMIUM, HEADLESS_FLAGS, Dom
 from conftest import SAMPLE_TRACES, free_port, http_get, quiet_env
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.model.run import load
+from tftrace.analysis.render import census_text
 from tftrace.analysis.tensorboard_plugin import PLUGIN_NAME, TAB_NAME
 from tftrace.analysis.xplane.schema import XSpace
 
@@ -157,6 +158,7 @@ def test_the_tab_shows_a_runs_tables_figures_and_findings(server: str, tmp_path:
         assert pool in dom.cells
     for name in ("tf_Compute", "tf_numa_-1_Eigen", "MainThread"):
         assert name in dom.cells  # the threads table
+    assert analysis.census is not None and census_text.title(analysis.census) in text
     options = [a.get("value") for t, a in dom.tags if t == "option"]
     runs = sorted(["a", "b", EVIL_IMG])  # in name order, as TensorBoard lists runs
     assert options == [*runs, "", *runs]

@@ -24,6 +24,7 @@ from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.findings import Finding, Severity
 from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS, concurrency_series
 from tftrace.analysis.model.run import load
+from tftrace.analysis.render.formatting import markdown_text
 from tftrace.analysis.render.tensorboard import (
     MS,
     SUBDIR,
@@ -116,8 +117,8 @@ def test_whole_window_figures_are_text_not_single_points(written: tuple[Analysis
         assert f"| {r['mean']:.2f} | {r['peak']} |" in markdown
     for r in analysis.queue_delay.to_dict("records"):
         assert f"| {r['pool']} | {r['closures']} | {r['p50_us']:.1f} |" in markdown
-    for r in analysis.breakdown.to_dict("records"):
-        assert f"| {r['category']} | {r['share']:.1%} |" in markdown
+    for r in analysis.breakdown.to_dict("records"):  # "dispatch &amp; executor": markdown_text
+        assert f"| {markdown_text(r['category'])} | {r['share']:.1%} |" in markdown
 
 
 def test_pool_concurrency_per_step(written: tuple[Analysis, Any]) -> None:

@@ -15,20 +15,78 @@ from tftrace.analysis.model.vocabulary import POOL_ENV_VARS as POOL_ENV_VARS  # 
 from .cgroup import cpu_quota
 from .cgroup import memory_headroom as memory_headroom  # re-exported
 
-# Environment variables that change how many threads TF, OpenMP or BLAS start.
-RELEVANT_ENV_PREFIXES = ("TF_", "OMP_", "KMP_", "OPENBLAS_", "MKL_", "GOTO_", "BLIS_")
-
-# Prefixes that match but belong to other tools (Terraform's TF_CLI_*, TF_VAR_*, TF_LOG).
-UNRELATED_ENV_PREFIXES = ("TF_CLI_", "TF_VAR_", "TF_LOG", "TF_INPUT", "TF_WORKSPACE", "TF_DATA_DIR")
+# The environment variables a manifest records (``manifest.json``'s ``env``; the endpoint of
+# ``tftrace.serve`` too): those that change how many threads TensorFlow, OpenMP or a BLAS
+# start, where they run, or what the kernels compute. Names, never prefixes: ``TF_`` is
+# Terraform's too (TF_TOKEN_<host>, TF_HTTP_PASSWORD), and a prefix would record its secrets.
+# docs/analyses.md ("The recorded environment") lists them: add a name there with one here.
+RECORDED_ENV_VARS = frozenset(
+    {
+        # TensorFlow: its pools, its kernels (oneDNN, XLA), determinism and its own logging
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+        "TF_OVERRIDE_GLOBAL_THREADPOOL",
+        "TF_ENABLE_ONEDNN_OPTS",
+        "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS",
+        "TF_DISABLE_MKL",
+        "TF_XLA_FLAGS",
+        "XLA_FLAGS",
+        "TF_GPU_THREAD_MODE",
+        "TF_GPU_THREAD_COUNT",
+        "TF_DETERMINISTIC_OPS",
+        "TF_CUDNN_DETERMINISTIC",
+        "TF_ENABLE_AUTO_MIXED_PRECISION",
+        "TF_DATA_EXPERIMENT_OPT_IN",
+        "TF_DATA_EXPERIMENT_OPT_OUT",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_CPP_MAX_VLOG_LEVEL",
+        "CUDA_VISIBLE_DEVICES",
+        # oneDNN itself
+        "ONEDNN_MAX_CPU_ISA",
+        "DNNL_MAX_CPU_ISA",
+        "ONEDNN_DEFAULT_FPMATH_MODE",
+        # OpenMP (GNU, Intel/LLVM)
+        "OMP_NUM_THREADS",
+        "OMP_DYNAMIC",
+        "OMP_PROC_BIND",
+        "OMP_PLACES",
+        "OMP_WAIT_POLICY",
+        "OMP_THREAD_LIMIT",
+        "OMP_MAX_ACTIVE_LEVELS",
+        "OMP_NESTED",
+        "OMP_SCHEDULE",
+        "OMP_STACKSIZE",
+        "GOMP_CPU_AFFINITY",
+        "GOMP_SPINCOUNT",
+        "KMP_AFFINITY",
+        "KMP_BLOCKTIME",
+        "KMP_HW_SUBSET",
+        "KMP_LIBRARY",
+        "KMP_SETTINGS",
+        # BLAS and the other libraries' pools
+        "OPENBLAS_NUM_THREADS",
+        "OPENBLAS_CORETYPE",
+        "GOTO_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "MKL_DOMAIN_NUM_THREADS",
+        "MKL_DYNAMIC",
+        "MKL_THREADING_LAYER",
+        "MKL_CBWR",
+        "MKL_ENABLE_INSTRUCTIONS",
+        "BLIS_NUM_THREADS",
+        "FLEXIBLAS_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "NUMEXPR_MAX_THREADS",
+    }
+)
 
 
 def relevant_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables of ``env`` (default: this process's) that ``RECORDED_ENV_VARS`` names,
+    sorted by name."""
     env = dict(os.environ) if env is None else env
-    return {
-        k: v
-        for k, v in sorted(env.items())
-        if k.startswith(RELEVANT_ENV_PREFIXES) and not k.startswith(UNRELATED_ENV_PREFIXES)
-    }
+    return {k: v for k, v in sorted(env.items()) if k in RECORDED_ENV_VARS}
 
 
 def clock_anchor() -> dict[str, int]:

@@ -10,11 +10,13 @@ them reads as before, and ``Manifest.raw`` keeps the whole dict.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .options import Target
+from .safe_read import PathLike, UnreadableFile, read_json
 
 MANIFEST_KIND = "tftrace-run"  # its "kind": what tells a run's manifest from other JSON
 
@@ -28,11 +30,23 @@ def _list(value: Any) -> list[Any]:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An int64 (what numpy and pandas take the figures as), else None."""
+    return value if type(value) is int and -(2**63) <= value < 2**63 else None
+
+
+def _ns(value: Any) -> int | None:
+    """A clock reading in ns: from 0 to 2**62 (year 2116 on the wall clock), else None, so
+    that differences of readings stay int64."""
+    return value if type(value) is int and 0 <= value <= 2**62 else None
 
 
 def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number, else None."""
+    return value if _int(value) is not None or _finite(value) else None
+
+
+def _finite(value: Any) -> bool:
+    return type(value) is float and math.isfinite(value)
 
 
 def _str(value: Any) -> str | None:
@@ -76,7 +90,7 @@ class ClockAnchor:
     def from_json(cls, data: Any) -> ClockAnchor | None:
         """None unless both the wall and the monotonic reading are there."""
         d = _dict(data)
-        wall, mono = _int(d.get("wall_ns")), _int(d.get("monotonic_ns"))
+        wall, mono = _ns(d.get("wall_ns")), _ns(d.get("monotonic_ns"))
         if wall is None or mono is None:
             return None
         return cls(wall, mono, _int(d.get("boottime_ns")), _int(d.get("uncertainty_ns")))
@@ -371,3 +385,13 @@ class Manifest:
     def to_json(self) -> dict[str, Any]:
         """The manifest as read, a copy that the caller may change."""
         return copy.deepcopy(dict(self.raw))
+
+
+def read_manifest(path: PathLike) -> Manifest:
+    """The manifest at ``path`` (``RUN/manifest.json``), read as ``safe_read`` reads: raises
+    ``FileAbsent`` when it is not there, ``UnreadableFile`` (one line) when it is no regular
+    file, not JSON or not a tftrace manifest."""
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND:
+        raise UnreadableFile(f"{path}: not a tftrace manifest")
+    return Manifest.from_json(data)

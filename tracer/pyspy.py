@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from .environment import clock_anchor
 from .priority import policy_name
+from .safe_files import open_new
 from .sources import SourceState, SourceStatus
 
 
@@ -84,7 +85,7 @@ class PySpySource:
         return cmd
 
     def start(self, pid: int) -> None:
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log = open_new(self.log_path)  # closed in stop()
         self._anchor = clock_anchor()
         self._proc = subprocess.Popen(
             self.command(pid),

@@ -8,13 +8,15 @@ it is also a TensorBoard log directory (the profiler writes under
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tftrace.analysis.model.vocabulary import PROFILE_DIR_PARTS, XPLANE_SUFFIX
+
+from .safe_files import atomic_output, safe_dir, write_text_atomic
+from .safe_read import read_json_object_or_none
 
 SCHEMA_VERSION = 1
 
@@ -58,19 +60,21 @@ def default_run_path(base: Path, name: str | None) -> Path:
 
 
 def create(path: Path) -> RunDir:
-    """Create an empty run directory; refuse to write into a non-empty one."""
+    """Create an empty run directory; refuse to write into a non-empty one, or one that is a
+    symbolic link (``safe_files.UnsafePathError``)."""
+    safe_dir(path, create=False)  # a link is refused before it is looked into
     if path.exists() and any(path.iterdir()):
         raise FileExistsError(f"output directory is not empty: {path}")
+    safe_dir(path)
     for sub in (STDOUT_LOG.parent, OS_SAMPLES_DIR, PYSPY_TRACE.parent):
-        (path / sub).mkdir(parents=True, exist_ok=True)
+        safe_dir(path / sub, root=path)
     return RunDir(path)
 
 
 def write_json_atomic(path: Path, data: Any, indent: int | None = 2) -> None:
-    """Write via a temporary file so a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=indent, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+    """Write via a temporary file so a reader never sees half a file (nor writes through a
+    link: ``safe_files``)."""
+    write_text_atomic(path, json.dumps(data, indent=indent, sort_keys=False, default=str) + "\n")
 
 
 def write_npz_atomic(path: Path, arrays: dict[str, Any]) -> None:
@@ -78,16 +82,11 @@ def write_npz_atomic(path: Path, arrays: dict[str, Any]) -> None:
     chunk (numpy is imported here, lazily: the recorder starts without it)."""
     import numpy as np
 
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_output(path) as f:
         np.savez(f, **arrays)
-    os.replace(tmp, path)
 
 
 def read_json_or_none(path: Path) -> dict[str, Any] | None:
-    """A JSON object written by the recorder, or None if it is absent or damaged."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """A JSON object written by the recorder, or None if it is absent or damaged (or not a
+    regular file, or nested too deeply: ``safe_read``)."""
+    return read_json_object_or_none(path)

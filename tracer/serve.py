@@ -5,8 +5,10 @@ Three things start and run until the program ends: TensorFlow's profiler server 
 in the program), and the OS sampler in a helper process (``serve_helper.py``) that keeps the
 last few minutes of samples. A small HTTP endpoint on ``data_port`` (``serve_endpoint.py``)
 hands a capture the rest of a run directory for any recent window: the manifest's facts of
-this process, its OS samples and thread identity. Nothing is written until a capture asks.
-Bad use never stops the program: one line on stderr says what does not run.
+this process, its OS samples and thread identity. It listens on 127.0.0.1 unless ``host``
+says otherwise; beyond loopback it asks for a token, printed once on stderr
+(``serve_access.py``). Nothing is written until a capture asks. Bad use never stops the
+program: one line on stderr says what does not run.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from .cluster_task import TaskError, task_of
 from .environment import clock_anchor
 from .in_process import HELPER_TIMEOUT_S, warn
 from .options import DEFAULT_SAMPLE_HZ
+from .safe_files import write_text_atomic
 from .sample_buffer import DEFAULT_KEEP_S
+from .serve_access import DEFAULT_HOST, TOKEN_ENV
 
 _lock = threading.Lock()
 _served: list[Server] = []  # the one server of this process, once started
@@ -48,9 +52,10 @@ class Server:
     """What ``tftrace.serve`` started in this process, and where a capture reaches it.
 
     ``port``: TensorFlow's profiler server (``tftrace capture grpc://HOST:PORT``);
-    ``data_port``: tftrace's endpoint for the rest of the run data; ``task``: the TF_CONFIG
-    task (``worker-0``) that names this host's directory in a capture; ``sampler`` and
-    ``identity``: ``"running"``, or why not (a capture still gets the trace).
+    ``data_port``: tftrace's endpoint for the rest of the run data, on ``host``; ``task``: the
+    TF_CONFIG task (``worker-0``) that names this host's directory in a capture; ``sampler``
+    and ``identity``: ``"running"``, or why not (a capture still gets the trace); ``token``:
+    what a capture must give the endpoint (``?token=``), None on loopback.
 
     Example::
 
@@ -63,6 +68,8 @@ class Server:
     task: str | None
     sample_hz: float
     keep_s: float
+    host: str = DEFAULT_HOST
+    token: str | None = field(default=None, repr=False)
     started: dict[str, int] = field(default_factory=clock_anchor)  # clock_anchor() at start
     sampler: str = "not started"
     identity: str = "not started"
@@ -78,6 +85,7 @@ class Server:
 def serve(
     port: int,
     *,
+    host: str = DEFAULT_HOST,
     data_port: int | None = None,
     sample_hz: float = DEFAULT_SAMPLE_HZ,
     keep_s: float = DEFAULT_KEEP_S,
@@ -87,13 +95,23 @@ def serve(
     Starts TensorFlow's profiler server (``tf.profiler.experimental.server.start(port)``),
     tftrace's OS thread sampler and thread-identity watcher (they keep the last ``keep_s``
     seconds), and a small HTTP endpoint on ``data_port`` that gives a capture the run data
-    the trace lacks. Both listen on every interface, as TF's profiler server does: anyone
-    who can reach the ports can trace the program and read its settings. They run until the
-    program ends. Call it once, early (before training); a second call returns the server
-    already running.
+    the trace lacks (the process's clocks, pools, thread-pool variables, OS samples; never
+    its command line's arguments, working directory or other environment). They run until
+    the program ends. Call it once, early (before training); a second call returns the
+    server already running.
+
+    TF's profiler server listens on every interface, as TF binds it, with no authentication:
+    whoever reaches ``port`` can trace the program (keep it behind a firewall). The endpoint
+    listens on ``host``, 127.0.0.1 by default (a capture on this machine). Bound beyond
+    loopback (``host="0.0.0.0"``, ``"::"``, an address or name of this machine), it asks
+    for a token: ``TFTRACE_TOKEN`` of this process's environment (at least 16 characters;
+    one for every worker of a job), else a random one, printed once on stderr. Give it to
+    the capture: ``grpc://HOST:PORT?token=TOKEN`` or ``TFTRACE_TOKEN=TOKEN tftrace capture``.
 
     Args:
         port: the profiler's gRPC port (``tftrace capture grpc://HOST:PORT``).
+        host: the address the endpoint listens on (default ``127.0.0.1``; ``0.0.0.0``: every
+            IPv4 interface; ``::``: every interface, IPv6 and IPv4).
         data_port: the endpoint's port (default ``port + 1``; a capture expects that unless
             its address says ``grpc://HOST:PORT?data_port=N``).
         sample_hz: OS samples per second (default 100).
@@ -109,22 +127,23 @@ def serve(
 
         import tftrace
 
-        tftrace.serve(6009)  # in every worker, before training
+        tftrace.serve(6009, host="0.0.0.0")  # in every worker, before training
         model.fit(dataset, epochs=100)
-        # elsewhere, while it runs:
-        #   tftrace capture grpc://worker0:6009,grpc://worker1:6009 --duration 5 -o job
+        # elsewhere, while it runs (TFTRACE_TOKEN set in the workers' environment too):
+        #   TFTRACE_TOKEN=... tftrace capture grpc://worker0:6009,grpc://worker1:6009 -o job
     """
     with _lock:
         if _served:
             running = _served[0]
-            if (port, data_port or port + 1) != (running.port, running.data_port):
+            asked = (port, data_port or port + 1, host)
+            if asked != (running.port, running.data_port, running.host):
                 warn(
                     f"tftrace.serve runs already (port {running.port}, data port "
-                    f"{running.data_port}); not starting another"
+                    f"{running.data_port} on {running.host}); not starting another"
                 )
             return running
         try:
-            server = _start(port, data_port, sample_hz, keep_s)
+            server = _start(port, data_port, host, sample_hz, keep_s)
         except Exception as e:  # never the training's problem
             warn(f"tftrace.serve did not start ({type(e).__name__}: {e})")
             return None
@@ -133,9 +152,12 @@ def serve(
         return server
 
 
-def _start(port: int, data_port: int | None, hz: float, keep_s: float) -> Server | None:
+def _start(port: int, data_port: int | None, host: str, hz: float, keep_s: float) -> Server | None:
     if not all(isinstance(p, int) and 0 < p < 65536 for p in (port, data_port or port + 1)):
         warn(f"tftrace.serve: ports must be integers in 1..65535, not {port!r}, {data_port!r}")
+        return None
+    if not isinstance(host, str) or not host.strip():
+        warn(f"tftrace.serve: host must be an address or a name, not {host!r}")
         return None
     if not (hz > 0 and keep_s > 0):
         warn(f"tftrace.serve: sample_hz and keep_s must be positive, not {hz!r}, {keep_s!r}")
@@ -143,10 +165,14 @@ def _start(port: int, data_port: int | None, hz: float, keep_s: float) -> Server
     from .serve_endpoint import start_endpoint
 
     server = Server(port, data_port or port + 1, task_name(), float(hz), float(keep_s))
+    server.host = host.strip()
     try:
         server.http = start_endpoint(server)
     except OSError as e:
-        warn(f"tftrace.serve: data port {server.data_port} unavailable ({e.strerror or e})")
+        warn(
+            f"tftrace.serve: data port {server.data_port} on {server.host} unavailable "
+            f"({e.strerror or e})"
+        )
         return None
     problem = _start_profiler(port)
     if problem is not None:
@@ -156,7 +182,24 @@ def _start(port: int, data_port: int | None, hz: float, keep_s: float) -> Server
         return None
     _start_identity(server)
     _start_sampler(server)
+    _tell_token(server)
     return server
+
+
+def _tell_token(server: Server) -> None:
+    """The one line on stderr that gives a capture the endpoint's token (or says where)."""
+    if server.token is None:
+        return
+    where = f"the tftrace.serve data endpoint on {server.host} port {server.data_port}"
+    if os.environ.get(TOKEN_ENV) == server.token:
+        line = f"{where} asks for the token of {TOKEN_ENV}"
+    else:
+        other = f"&data_port={server.data_port}" if server.data_port != server.port + 1 else ""
+        line = (
+            f"{where} asks for a token: tftrace capture grpc://HOST:{server.port}"
+            f"?token={server.token}{other} (or {TOKEN_ENV}={server.token})"
+        )
+    print(f"tftrace: {line}", file=sys.stderr, flush=True)
 
 
 def _start_profiler(port: int) -> str | None:
@@ -193,10 +236,11 @@ def _start_sampler(server: Server) -> None:
 
     root = Path(tempfile.mkdtemp(prefix=f"tftrace-serve-{os.getpid()}-"))
     config = root / "config.json"
-    config.write_text(
+    write_text_atomic(
+        config,
         json.dumps(
             {"dir": str(root), "pid": os.getpid(), "hz": server.sample_hz, "keep_s": server.keep_s}
-        )
+        ),
     )
     try:
         helper = subprocess.Popen(

@@ -1,44 +1,48 @@
 """The data endpoint of a served program (``tftrace.serve``): what a capture gets besides the
-trace, over plain HTTP, version 1.
+trace, over plain HTTP, version 1. It listens on 127.0.0.1 unless ``tftrace.serve(host=...)``
+says otherwise; who may ask (the ``Host`` header, the token beyond loopback) and how many at
+once: ``serve_access.py``.
 
-``GET /tftrace/v1/info``: JSON ``{"protocol": 1, "pid", "task", "hostname", "port",
-"data_port", "anchor", "started", "sampler", "identity", "sample_hz", "keep_s"}``:
+``GET /tftrace/v1/info``: JSON ``{"protocol": 1, "pid", "task", "port", "data_port",
+"anchor", "started", "sampler", "identity", "sample_hz", "keep_s"}``:
 ``anchor`` is this process's ``clock_anchor()`` now (a capture takes its wall clock as the
 window's start: the window is always on this host's clocks).
 
 ``GET /tftrace/v1/run?start_wall_ns=S&end_wall_ns=E``: JSON, the run data of the window
 [S, E] (wall ns of this host's clock): ``manifest`` (``manifest.initial`` of this process,
-``how`` "capture", its clock's ``start`` at S), ``report`` (what the process says of itself,
-as ``workload/report.json``), ``identity`` (``thread_identity.json``), ``os_threads`` (the
-sampler's ``threads.json``, threads seen in the window), ``os_sampler`` (its source status)
-and ``anchor`` (the clocks now: the manifest's ``clock.end``).
+``how`` "capture", its clock's ``start`` at S; its ``env``: ``environment.RECORDED_ENV_VARS``
+only; neither the command line's arguments nor the working directory), ``report`` (what the
+process says of itself, as ``workload/report.json``), ``identity``
+(``thread_identity.json``), ``os_threads`` (the sampler's ``threads.json``, threads seen in
+the window), ``os_sampler`` (its source status) and ``anchor`` (the clocks now: the
+manifest's ``clock.end``).
 
 ``GET /tftrace/v1/samples?start_wall_ns=S&end_wall_ns=E``: the OS samples of the window, one
 ``os_threads/samples-*.npz`` chunk (``application/octet-stream``).
 
-A window that has not ended waits for it (at most ``WAIT_S`` past its end). Errors are JSON
-``{"error": "..."}`` with status 400 (bad query) or 404 (no such path).
+A window that has not ended waits for it (at most ``WAIT_S``; other clients are answered
+meanwhile). Errors are JSON ``{"error": "..."}`` with status 400 (bad query), 403 (a
+``Host`` that does not name this endpoint, a missing or wrong token) or 404 (no such path).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from . import manifest
 from .child.own_account import describe_tf, new_report
-from .environment import clock_anchor, host_facts
+from .environment import clock_anchor
 from .in_process import this_program
-from .options import RecordOptions
+from .options import RecordOptions, Target
 from .rundir import RunDir
 from .sample_buffer import FLUSH_EVERY_S, threads_table, wait_for, window
+from .serve_access import Access, EndpointServer, GuardedHandler, access_for, bind
 from .sources import SourceState, SourceStatus
 
 if TYPE_CHECKING:
@@ -49,25 +53,17 @@ PREFIX = "/tftrace/v1/"
 WAIT_S = 3 * FLUSH_EVERY_S + 2.0  # the sampler flushes every second, under SCHED_BATCH
 
 
-def start_endpoint(server: Server) -> HTTPServer:
-    """Listen on ``server.data_port`` on every interface (IPv6 and IPv4 where the system has
-    both, as TF's profiler server does), answering in a daemon thread."""
-    handler = type("Handler", (_Handler,), {"served": server})
-    try:
-        http: HTTPServer = _DualStack(("::", server.data_port), handler)
-    except OSError:
-        http = HTTPServer(("0.0.0.0", server.data_port), handler)
+def start_endpoint(server: Server) -> EndpointServer:
+    """Listen on ``server.host`` and ``server.data_port``, answering in daemon threads;
+    ``server.token`` is set where the endpoint asks for one. OSError when it cannot bind."""
+    http = bind(server.host, server.data_port, _Handler)
+    bound = str(http.server_address[0])
+    access = access_for(bound, server.host, server.data_port, os.environ)
+    server.token = access.token
+    http.RequestHandlerClass = type("Handler", (_Handler,), {"served": server, "access": access})
     thread = threading.Thread(target=http.serve_forever, name="tftrace-serve", daemon=True)
     thread.start()
     return http
-
-
-class _DualStack(HTTPServer):
-    address_family = socket.AF_INET6
-
-    def server_bind(self) -> None:
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
 
 
 def at(anchor: dict[str, int], wall_ns: int) -> dict[str, int]:
@@ -87,7 +83,6 @@ def info(server: Server) -> dict[str, Any]:
         "protocol": PROTOCOL,
         "pid": os.getpid(),
         "task": server.task,
-        "hostname": host_facts()["hostname"],
         "port": server.port,
         "data_port": server.data_port,
         "anchor": clock_anchor(),
@@ -106,8 +101,9 @@ def run_data(server: Server, start_wall_ns: int, end_wall_ns: int) -> dict[str, 
     now = clock_anchor()
     lo, hi = at(now, start_wall_ns), at(now, end_wall_ns)
     table = _table(server, lo["monotonic_ns"], hi["monotonic_ns"])
+    program = this_program()
     options = RecordOptions(
-        target=this_program(),
+        target=Target(program.kind, program.value),  # its arguments may hold a secret
         pyspy=False,
         sampler=server.sampler == "running",
         sample_hz=server.sample_hz,
@@ -115,6 +111,8 @@ def run_data(server: Server, start_wall_ns: int, end_wall_ns: int) -> dict[str, 
     )
     env = dict(os.environ)
     data = manifest.initial(options, RunDir(server.buffer or Path.cwd()), env, lo, how="capture")
+    for private in ("argv", "cwd", "run_dir"):  # the capture writes its own run_dir
+        data.pop(private, None)
     report = new_report(data["target"])
     report.update(
         start_anchor=server.started,
@@ -189,21 +187,28 @@ def samples(server: Server, start_wall_ns: int, end_wall_ns: int) -> bytes:
     return body
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     served: Server
+    access: Access
     server_version = "tftrace-serve"
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the program's stderr is the user's
-
     def do_GET(self) -> None:
+        self.request_read()
         url = urlsplit(self.path)
+        given = parse_qs(url.query).get("token", [None])[0]
+        auth = self.headers.get("Authorization") or ""
+        if auth[:7].lower() == "bearer ":
+            given = auth[7:].strip()
+        refused = self.access.refusal(self.headers.get("Host"), given)
+        if refused is not None:
+            self._json(403, {"error": refused})
+            return
         try:
             if url.path == PREFIX + "info":
                 self._json(200, info(self.served))
                 return
             if url.path not in (PREFIX + "run", PREFIX + "samples"):
-                self._json(404, {"error": f"no such path: {url.path}"})
+                self._json(404, {"error": f"no such path: {url.path[:200]}"})
                 return
             start, end = _window_query(url.query)
             if url.path == PREFIX + "run":
@@ -226,6 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
         except OSError:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import rundir
 from .priority import yielding_to_the_workload
+from .safe_files import safe_dir
 from .sample_buffer import RollingSampler
 
 
@@ -32,7 +33,7 @@ def main(config_path: str) -> int:
     try:
         problem = sampler.availability()
         if problem is None:
-            (root / rundir.OS_SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
+            safe_dir(root / rundir.OS_SAMPLES_DIR, root=root)
             with yielding_to_the_workload():
                 sampler.start(config["pid"])
         print(problem or "started", flush=True)

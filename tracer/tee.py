@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from .safe_files import open_new
+
 
 class Tee:
     def __init__(self, source: IO[bytes], live: IO[bytes] | None, copy_path: Path) -> None:
@@ -22,7 +24,7 @@ class Tee:
 
     def _run(self) -> None:
         fd = self._source.fileno()
-        with open(self._copy_path, "wb") as copy:
+        with open_new(self._copy_path) as copy:
             while True:
                 try:
                     chunk = os.read(fd, 65536)

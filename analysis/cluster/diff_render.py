@@ -1,13 +1,14 @@
 """A ``ClusterDiff`` shown: terminal text and a self-contained HTML page, both from the same
 rows of plain text. Host names, paths and reasons come from the jobs: the page shows them only
-through ``esc`` (``html.escape``). Nothing is computed here."""
+through ``esc`` (``formatting.html_text``), the terminal through ``printable``. Nothing is
+computed here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.diff.render import headline, tables
-from tftrace.analysis.render.formatting import fmt
+from tftrace.analysis.render.formatting import fmt, printable
 from tftrace.analysis.render.html import page
 from tftrace.analysis.render.html_sections import esc, note, section, table
 
@@ -89,6 +90,7 @@ def straggler_line(c: ClusterAnalysis) -> str:
 
 
 def _text_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    rows = [tuple(map(printable, r)) for r in rows]
     widths = [max(len(c) for c in col) for col in zip(headers, *rows, strict=True)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     return [line.format(*headers).rstrip(), *(line.format(*r).rstrip() for r in rows)]
@@ -100,7 +102,7 @@ def cluster_diff_text(d: ClusterDiff) -> str:
     out += ["", HOSTS_TITLE, *_text_table(HOSTS_HEADERS, host_rows(d)), *problem_lines(d)]
     out += ["", WORKERS_TITLE, *_text_table(WORKERS_HEADERS, worker_rows(d))]
     out += ["", "straggler", f"  A: {straggler_line(d.a)}", f"  B: {straggler_line(d.b)}"]
-    return "\n".join(out) + "\n"
+    return "\n".join(map(printable, out)) + "\n"
 
 
 def cluster_diff_page(d: ClusterDiff) -> str:

@@ -37,6 +37,7 @@ from tftrace.analysis.export.trace import DISPLAY_TIME_UNIT, _write, trace_json
 from tftrace.analysis.export.trace_format import exact_microseconds
 from tftrace.analysis.export.window_marks import window_marks
 from tftrace.errors import TftraceError
+from tftrace.tracer.safe_files import safe_dir
 
 HOST_PID_STRIDE = 100_000  # above every pid of one host's export (its window's is 10 000)
 HOST_SORT_STRIDE = 1_000  # above every process_sort_index of one host's export
@@ -208,7 +209,7 @@ def write_cluster_trace(
     """Write ``cluster_trace_json`` to ``out`` (gzip-compressed when it ends in ``.gz``):
     (events, bytes written, the hosts)."""
     data, count, hosts = cluster_trace_json(path, window, warmup_steps)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    safe_dir(out.parent)
     return count, _write(data, out), hosts
 
 

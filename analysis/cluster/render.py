@@ -1,18 +1,21 @@
 """A ``ClusterAnalysis`` as terminal text: the hosts, step time per worker, the straggler,
-the findings, and the pools of every host side by side."""
+the findings, and the pools of every host side by side. Host names, hostnames and paths are
+the jobs' own: every cell and line goes through ``printable`` (no escape sequence, no line of
+a name's making)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.cluster.cross import clock_verdict, pools_side_by_side
-from tftrace.analysis.render.formatting import fmt
+from tftrace.analysis.render.formatting import fmt, printable
 
 if TYPE_CHECKING:
     from tftrace.analysis.cluster.analyze import ClusterAnalysis
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    rows = [tuple(map(printable, r)) for r in rows]
     widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     return [line.format(*header), *(line.format(*r) for r in rows)]
@@ -64,9 +67,8 @@ def cluster_text(c: ClusterAnalysis) -> str:
         ],
     )
     out += ["", "findings"]
-    out += [f"  [{f.severity.value}] {f.message}\n      -> {f.action}" for f in c.findings] or [
-        "  none"
-    ]
+    found = [[f"  [{f.severity.value}] {f.message}", f"      -> {f.action}"] for f in c.findings]
+    out += [line for lines in found for line in lines] or ["  none"]
     pools = pools_side_by_side(c.hosts)
     out += ["", "pools per host"]
     out += _table(
@@ -76,4 +78,4 @@ def cluster_text(c: ClusterAnalysis) -> str:
             for r in pools.itertuples()
         ],
     )
-    return "\n".join(out)
+    return "\n".join(map(printable, out))

@@ -3,7 +3,8 @@ self-contained HTML page. Nothing is computed here.
 
 Both are built from the same ``tables``: a title, headers and rows of plain text. Op,
 annotation and finding texts come from the user's trace: the terminal prints them as text
-(never as rich markup) and the page only through ``esc`` (``html.escape``).
+(``console.say`` / ``console.table``: printable, never rich markup) and the page only through
+``esc`` (``formatting.html_text``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.render.console import capture
+from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.console import table as plain_table
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.render.html import page
 
@@ -174,17 +176,14 @@ def tables(d: RunDiff) -> list[Table]:
 
 
 def _print_table(console: Console, table: Table) -> None:
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     if not table.rows:
-        console.print(f"{table.title}: none", markup=False, highlight=False)
+        say(console, f"{table.title}: none")
         return
-    shown = RichTable(title=table.title, title_justify="left")
+    shown = plain_table(table.title, title_justify="left")  # cells as text: names are the user's
     for i, header in enumerate(table.headers):
         shown.add_column(header, justify="left" if i < table.text_columns else "right")
     for row in table.rows:
-        shown.add_row(*(Text(cell) for cell in row))  # never markup: names are the user's
+        shown.add_row(*row)
     console.print(shown)
 
 
@@ -192,11 +191,11 @@ def render(d: RunDiff, out: Console | None = None) -> None:
     """Print the comparison on ``out`` (default: stdout)."""
     console = out or make_console()
     for line in headline(d):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
     for table in tables(d):
         _print_table(console, table)
     for line in d.notes:
-        console.print(f"note: {line}", markup=False, highlight=False)
+        say(console, f"note: {line}")
 
 
 def sweep_table(sd: SweepDiff) -> Table:
@@ -224,10 +223,11 @@ def sweep_table(sd: SweepDiff) -> Table:
 def render_sweep(sd: SweepDiff, out: Console | None = None) -> None:
     """The sweep's summary table, then each setting's whole comparison."""
     console = out or make_console()
-    console.print(f"sweep {sd.path}", markup=False, highlight=False)
+    say(console, f"sweep {sd.path}")
     _print_table(console, sweep_table(sd))
     for label, d in sd.diffs.items():
-        console.print(f"\n{label} against {sd.baseline}", markup=False, highlight=False)
+        console.print()
+        say(console, f"{label} against {sd.baseline}")
         render(d, console)
 
 

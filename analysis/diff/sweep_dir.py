@@ -8,7 +8,6 @@ its verdict, and every setting with ``--record``; ``sweep.json`` names each sett
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pandas as pd
 
 from tftrace.analysis.diff.manifest_diff import RunsNotComparable
 from tftrace.analysis.diff.result import RunDiff, records
+from tftrace.tracer.safe_read import read_json_object_or_none
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting
 
 SUMMARY_COLUMNS = (
@@ -33,11 +33,8 @@ SUMMARY_COLUMNS = (
 
 def is_sweep_dir(path: Path) -> bool:
     """Whether ``path`` is a sweep directory (it holds a sweep.json of a sweep)."""
-    try:
-        data = json.loads((Path(path) / SWEEP_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
+    data = read_json_object_or_none(Path(path) / SWEEP_FILE)  # a regular file only
+    return data is not None and data.get("kind") == SWEEP_KIND
 
 
 @dataclass(frozen=True)
@@ -96,14 +93,15 @@ def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
     """(the baseline's label, its recorded run, the other recorded settings' runs by label)
     of a sweep directory; ``RunsNotComparable`` where there is nothing to compare."""
     path = Path(path)
-    try:
-        data = json.loads((path / SWEEP_FILE).read_text())
-    except (OSError, ValueError):
-        raise RunsNotComparable(f"{path}: not a sweep directory (no readable sweep.json)") from None
-    settings = data.get("settings") if isinstance(data, dict) else None
+    data = read_json_object_or_none(path / SWEEP_FILE)
+    if data is None:
+        raise RunsNotComparable(f"{path}: not a sweep directory (no readable sweep.json)")
+    settings = data.get("settings")
     base: tuple[str, Path] | None = None
     others: dict[str, Path] = {}
     for s in settings if isinstance(settings, list) else []:
+        if not isinstance(s, dict) or not isinstance(s.get("recorded_run") or "", str):
+            continue
         label = Setting.from_json(s).label()
         if not s.get("recorded_run"):
             continue

@@ -16,6 +16,9 @@ can restore the exact dtypes: CSV has none, and Parquet keeps them but not the m
   and it keeps an empty string (``""``: threads with an empty OS name exist) apart from a
   missing value, which a bare empty field cannot. Any CSV reader reads the files; to get
   the empty strings back too, read with pyarrow (``CSV_READ_OPTIONS``) or ``read_tables``.
+  Text is the run's (op and thread names): a value a spreadsheet would run as a formula
+  (beginning with = + - @, a tab or CR) is written with a leading ``'`` (``csv_cell``), as
+  is one that begins with ``'`` itself; ``read_tables`` takes it off again.
 - Parquet (pyarrow): dtypes survive, categoricals as dictionary columns.
 """
 
@@ -34,6 +37,8 @@ from tftrace import __version__
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.schema import DERIVED_TABLES, REQUESTS, STEPS, TABLES
+from tftrace.analysis.render.formatting import csv_cells, from_csv_cells
+from tftrace.tracer.safe_files import atomic_output, safe_dir, write_text_atomic
 
 if TYPE_CHECKING:
     from tftrace.analysis.export.request_slices import WindowRequests
@@ -95,6 +100,8 @@ def column_contract(run: Run, fmt: str, server: WindowRequests | None = None) ->
             "encoding": "utf-8",
             "header": True,
             "quoting": "every value quoted; a missing value is an empty unquoted field",
+            "text": "a value beginning with = + - @ ' a tab or CR has a ' put before it "
+            "(a spreadsheet would run it as a formula); drop that first ' when reading",
         }
     return contract
 
@@ -114,12 +121,15 @@ CSV_READ_OPTIONS = {"strings_can_be_null": True, "quoted_strings_can_be_null": F
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    pa_csv.write_csv(table, path, write_options=pa_csv.WriteOptions(quoting_style="all_valid"))
+    # text a spreadsheet would run as a formula (=, +, -, @...) gets a leading ' (csv_cell)
+    table = pa.Table.from_pandas(csv_cells(frame), preserve_index=False)
+    with atomic_output(path) as f:
+        pa_csv.write_csv(table, f, write_options=pa_csv.WriteOptions(quoting_style="all_valid"))
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    frame.reset_index(drop=True).to_parquet(path, index=False, engine="pyarrow")
+    with atomic_output(path) as f:
+        frame.reset_index(drop=True).to_parquet(f, index=False, engine="pyarrow")
 
 
 WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
@@ -138,7 +148,7 @@ def write_tables(
     """
     if fmt not in WRITERS:
         raise ValueError(f"unknown table format {fmt!r} (have: {', '.join(FORMATS)})")
-    directory.mkdir(parents=True, exist_ok=True)
+    safe_dir(directory)
     written = []
     for name, frame in table_frames(run, server).items():
         path = directory / f"{name}.{fmt}"
@@ -146,7 +156,7 @@ def write_tables(
         written.append(path)
     schema = directory / SCHEMA_FILE
     contract = column_contract(run, fmt, server)
-    schema.write_text(json.dumps(contract, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(schema, json.dumps(contract, indent=2) + "\n")
     written.append(schema)
     return written
 
@@ -175,4 +185,4 @@ def read_csv_table(path: Path, columns: dict[str, str]) -> pd.DataFrame:
     table = pa_csv.read_csv(path, convert_options=options)
     # Nullable Int64 straight from Arrow: through float64, 64-bit ids would lose digits.
     frame = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    return frame.astype(columns)
+    return from_csv_cells(frame).astype(columns)

@@ -81,6 +81,7 @@ from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import THREADPOOL_RECORD
+from tftrace.tracer.safe_files import atomic_output, write_bytes_atomic
 
 DISPLAY_TIME_UNIT = "ns"
 COUNTER_NAME = "concurrency"
@@ -387,14 +388,17 @@ def _write(data: bytes | bytearray, path: Path) -> int:
     blocks do not depend on the number of threads, so the same run exports to the same bytes.
     """
     if path.suffix != ".gz":
-        path.write_bytes(data)
+        write_bytes_atomic(path, data)
         return len(data)
     try:
         from isal import igzip_threaded
     except ImportError:
-        path.write_bytes(gzip.compress(data, compresslevel=1, mtime=0))
+        write_bytes_atomic(path, gzip.compress(data, compresslevel=1, mtime=0))
     else:
         threads = min(4, len(os.sched_getaffinity(0)))
-        with igzip_threaded.open(path, "wb", compresslevel=1, threads=threads) as out:
+        with (
+            atomic_output(path) as raw,
+            igzip_threaded.open(raw, "wb", compresslevel=1, threads=threads) as out,
+        ):
             out.write(data)
     return path.stat().st_size

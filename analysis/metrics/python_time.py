@@ -54,7 +54,8 @@ LAUNCHER_FRAMES = (
     ("run_target", "bootstrap.py"),
 )
 _FRAME = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
-_SAMPLES_LINE = re.compile(r"Samples:\s*(\d+)\s+Errors:\s*(\d+)")
+# py-spy's counts, as the manifest keeps its last line (18 ASCII digits at most: an int64).
+_SAMPLES_LINE = re.compile(r"Samples:\s*([0-9]{1,18})\s+Errors:\s*([0-9]{1,18})\b")
 FUNCTION_COLUMNS = (
     "thread",
     "function",

@@ -7,14 +7,16 @@ the one named), a session directory, or a single ``.xplane.pb`` file.
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tftrace.analysis.model.vocabulary import PROFILE_DIR_PARTS, XPLANE_SUFFIX
 from tftrace.errors import TraceError
 from tftrace.tracer import rundir
-from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest
+from tftrace.tracer.manifest_reader import Manifest, read_manifest
+from tftrace.tracer.safe_read import FileAbsent
 
 
 @dataclass(frozen=True)
@@ -27,16 +29,12 @@ class Located:
 
 
 def _manifest(directory: Path) -> Manifest:
-    path = directory / rundir.MANIFEST
-    if not path.exists():
-        return Manifest.empty()
+    """The directory's manifest; empty when there is none, ``UnreadableFile`` (a
+    ``TraceError``: one line) when it is damaged or no regular file."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise TraceError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND:
-        raise TraceError(f"{path}: not a tftrace manifest")
-    return Manifest.from_json(data)
+        return read_manifest(directory / rundir.MANIFEST)
+    except FileAbsent:
+        return Manifest.empty()
 
 
 def _run_root_of(xplane: Path) -> Path | None:
@@ -62,12 +60,28 @@ def _pick_session(profile_dir: Path, session: str | None) -> tuple[list[str], Pa
 
 
 def locate(path: Path, session: str | None = None) -> Located:
-    if not path.exists():
-        raise TraceError(f"{path}: no such file or directory")
-    if path.is_file():
+    try:
+        return _locate(path, session)
+    except TraceError:
+        raise
+    except OSError as e:  # a folder that cannot be listed, a name too long
+        raise TraceError(f"{e.filename or path}: cannot read ({e.strerror})") from None
+    except ValueError as e:  # a path with a NUL byte
+        raise TraceError(f"{path!r}: not a usable path ({e})") from None
+
+
+def _locate(path: Path, session: str | None) -> Located:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file or directory") from None
+    if stat.S_ISREG(mode):
         root = _run_root_of(path)
         manifest = _manifest(root) if root is not None else Manifest.empty()
-        return Located(root or path.parent, path, manifest)
+        # The file the user named is read through a link, if it is one: its own choice.
+        return Located(root or path.parent, path.resolve() if path.is_symlink() else path, manifest)
+    if not stat.S_ISDIR(mode):
+        raise TraceError(f"{path}: not a regular file or directory")
     if not any(path.iterdir()):
         raise TraceError(f"{path}: empty directory (nothing recorded)")
     manifest = _manifest(path)

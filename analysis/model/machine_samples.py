@@ -17,6 +17,7 @@ import pandas as pd
 
 from tftrace.analysis.model.counters import growth, without_resets
 from tftrace.analysis.model.os_samples import read_chunks
+from tftrace.analysis.model.run_files import read_machine_table
 from tftrace.analysis.model.schema import (
     MACHINE_CGROUP,
     MACHINE_CPUS,
@@ -25,10 +26,12 @@ from tftrace.analysis.model.schema import (
     empty,
     validate,
 )
-from tftrace.tracer import rundir
-from tftrace.tracer.machine_reader import CHUNKS, COLUMNS
+from tftrace.tracer.machine_reader import CGROUP_COLUMNS, CHUNKS, CPU_COLUMNS
+from tftrace.tracer.process_reader import COLUMNS as PROCESS_COLUMNS
 
 ROLES = ("recorder", "workload-child", "other")
+# Each chunk holds three tables, each its columns of one length.
+COLUMN_GROUPS = (CPU_COLUMNS, PROCESS_COLUMNS, CGROUP_COLUMNS)
 
 
 @dataclass(frozen=True, repr=False)
@@ -127,10 +130,10 @@ class Machine:
 def read_machine(root: Path, origin_mono_ns: int, missing: list[str]) -> Machine | None:
     """The machine readings under ``root`` on the run's axis; None when there are none. A
     damaged chunk (the recorder killed mid-write) is skipped, and said in ``missing``."""
-    cols = read_chunks(root, CHUNKS, COLUMNS, "machine", missing)
+    cols = read_chunks(root, CHUNKS, COLUMN_GROUPS, "machine", missing)
     if cols is None:
         return None
-    table = rundir.read_json_or_none(root / rundir.MACHINE_TABLE) or {}
+    table = read_machine_table(root, missing) or {}
     return Machine(
         _cpus(cols, origin_mono_ns),
         _processes(cols, origin_mono_ns),

@@ -76,6 +76,14 @@ def check_fits(path: Path, trace_bytes: int) -> None:
     )
 
 
+def read_limit(per_byte: float) -> int | None:
+    """The largest file that may be read now, when reading it takes ``per_byte`` bytes of
+    memory per byte of file (its tables, its Python objects); None when nothing limits it.
+    What a run's other files (JSON, ``.npz`` chunks) are read under (``tracer.safe_read``)."""
+    free, _ = available()
+    return None if free is None else int(free / per_byte)
+
+
 def _human(n: int) -> str:
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:

@@ -1,48 +1,51 @@
-"""The OS thread sampler's series and thread table, from a run directory."""
+"""The OS thread sampler's series, from a run directory (its thread table: ``run_files``)."""
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.model.run_files import read_npz_chunk
 from tftrace.tracer import rundir
 from tftrace.tracer.os_sampler import COLUMNS
 
 
-def read_thread_table(root: Path) -> dict[str, Any] | None:
-    return rundir.read_json_or_none(root / rundir.OS_THREADS_TABLE)
-
-
 def read_chunks(
-    root: Path, pattern: str, columns: Sequence[str], what: str, missing: list[str]
+    root: Path,
+    pattern: str,
+    groups: Sequence[Sequence[str]],
+    what: str,
+    missing: list[str],
 ) -> dict[str, np.ndarray] | None:
-    """The sampler's ``pattern`` chunks under ``root`` concatenated, column by column; a
-    damaged chunk (the recorder killed mid-write) is skipped and said in ``missing``."""
+    """The sampler's ``pattern`` chunks under ``root`` concatenated, column by column (the
+    columns of each of ``groups`` are of one length in every chunk); a damaged chunk (the
+    recorder killed mid-write, or any file that is not one) is skipped and said in
+    ``missing``."""
     parts: list[dict[str, np.ndarray]] = []
     for chunk in sorted((root / rundir.OS_SAMPLES_DIR).glob(pattern)):
-        try:
-            with np.load(chunk) as data:
-                parts.append({c: data[c] for c in columns})
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-            missing.append(f"{what}: {chunk.name} unreadable ({type(e).__name__}), skipped")
+        data = read_npz_chunk(chunk, groups, what, missing)
+        if data is not None:
+            parts.append(data)
     if not parts:
         return None
+    columns = [c for group in groups for c in group]
     return {c: np.concatenate([p[c] for p in parts]) for c in columns}
 
 
 def read_sample_columns(root: Path, missing: list[str]) -> dict[str, np.ndarray] | None:
     """All the thread samples' chunks concatenated."""
-    return read_chunks(root, "samples-*.npz", COLUMNS, "os sampler", missing)
+    return read_chunks(root, "samples-*.npz", (COLUMNS,), "os sampler", missing)
 
 
 def samples_frame(
     cols: dict[str, np.ndarray], thread_of_tid: dict[int, int], origin_mono_ns: int
 ) -> pd.DataFrame:
+    known = np.isin(cols["tid"], np.fromiter(thread_of_tid, dtype=np.int64))
+    if not known.all():  # a thread no table names (a damaged one): no thread key to give it
+        cols = {c: v[known] for c, v in cols.items()}
     tids = cols["tid"].astype(np.int64)
     lookup = pd.Series(thread_of_tid, dtype=np.int64)
     thread = lookup.reindex(tids).to_numpy()

@@ -9,7 +9,6 @@ Times are microseconds since py-spy started; ``offset_ns`` puts them on the run'
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,19 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-_ROOT = re.compile(r"^thread \((\d+)\)(?:: (.*))?$")
+from tftrace.analysis.model.run_files import read_pyspy_events
+
+# An OS tid is at most 10 ASCII digits (int64 and int() stay far away).
+_ROOT = re.compile(r"^thread \(([0-9]{1,10})\)(?:: (.*))?$")
 
 
 def read_pyspy(path: Path, missing: list[str]) -> list[dict[str, Any]] | None:
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        missing.append(f"py-spy: {path.name} unreadable ({type(e).__name__})")
-        return None
-    events = data.get("traceEvents", data) if isinstance(data, dict) else data
-    return events if isinstance(events, list) else None
+    """py-spy's events; None when absent or damaged (said in ``missing``)."""
+    return read_pyspy_events(path, missing)
 
 
 def python_threads(events: list[dict[str, Any]]) -> dict[int, str]:

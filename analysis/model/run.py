@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.model import machine_samples, os_samples, pyspy_samples
+from tftrace.analysis.model import machine_samples, os_samples, pyspy_samples, run_files
 from tftrace.analysis.model.locate import locate
 from tftrace.analysis.model.machine_samples import Machine
 from tftrace.analysis.model.memory import check_fits
@@ -34,6 +34,7 @@ from tftrace.analysis.xplane.decode import decode
 from tftrace.errors import TraceError
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import Manifest
+from tftrace.tracer.safe_read import read_regular_bytes
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,8 @@ class Run:
 
 def _decode(xplane: Path) -> HostTrace:
     stage(LOAD_STAGES[0])
-    try:
-        check_fits(xplane, xplane.stat().st_size)
-        data = xplane.read_bytes()
-    except OSError as e:
-        raise TraceError(f"{xplane}: cannot read ({e.strerror})") from None
+    # A regular file only, read to its size as it was opened, once the memory check passed.
+    data = read_regular_bytes(xplane, check=check_fits)
     if not data:
         raise TraceError(f"{xplane}: empty file")
     stage(LOAD_STAGES[1])
@@ -177,8 +175,8 @@ def load(path: Path | str, session: str | None = None) -> Run:
     stage(LOAD_STAGES[2])
     origin = _origin(manifest, trace)
     on_disk = manifest.exists
-    identity = rundir.read_json_or_none(root / rundir.IDENTITY) if on_disk else None
-    table = os_samples.read_thread_table(root) if on_disk else None
+    identity = run_files.read_identity(root, missing) if on_disk else None
+    table = run_files.read_thread_table(root, missing) if on_disk else None
     columns = os_samples.read_sample_columns(root, missing) if on_disk else None
     pyspy_events = pyspy_samples.read_pyspy(root / rundir.PYSPY_TRACE, missing) if on_disk else None
     if on_disk:

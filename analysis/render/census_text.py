@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.render.formatting import fmt, is_missing, markdown_table
+from tftrace.analysis.render.formatting import fmt, is_missing, markdown_table, markdown_text
 
 if TYPE_CHECKING:
     from tftrace.analysis.metrics.census import Census
@@ -107,6 +107,6 @@ def markdown(census: Census) -> str:
         (
             f"**{title(census)}**",
             markdown_table(HEADERS, rows(census)),
-            *(line.replace("|", "\\|") for line in summary_lines(census)),
+            *map(markdown_text, summary_lines(census)),
         )
     )

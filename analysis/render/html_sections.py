@@ -2,13 +2,13 @@
 
 Everything that comes from the trace or the run (op, annotation and thread names, paths,
 command lines, manifest values, finding texts) is under the user's control: it reaches the
-HTML only through ``esc`` (``html.escape``, quotes included), in text and attributes alike.
+HTML only through ``esc`` (``formatting.html_text``: ``html.escape``, quotes included), in text
+and attributes alike.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import re
 import shlex
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -21,6 +21,7 @@ from tftrace.analysis.render import census_text
 from tftrace.analysis.render.formatting import (
     POOL_HEADERS,
     fmt,
+    html_text,
     is_missing,
     parallelism_text,
     pool_rows,
@@ -101,9 +102,7 @@ REQUEST_FIGURES = (
 )
 
 
-def esc(value: object) -> str:
-    """Text for the page: everything not written by tftrace itself goes through here."""
-    return html.escape(str(value), quote=True)
+esc = html_text  # text for the page: everything not written by tftrace itself goes through it
 
 
 def table(

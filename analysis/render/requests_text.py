@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.render.formatting import fmt, markdown_table
+from tftrace.analysis.render.formatting import fmt, markdown_table, markdown_text
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -77,7 +77,7 @@ def markdown_tables(analysis: Analysis) -> list[str]:
         return []
     lines = [*summary_lines(analysis), window_note(analysis)]
     return [
-        "\n".join(f"- {line}" for line in lines),
+        "\n".join(f"- {markdown_text(line)}" for line in lines),  # names a function: as text
         f"**{LATENCY_TITLE}**\n\n" + markdown_table(LATENCY_HEADERS, latency_rows(requests)),
         f"**{BREAKDOWN_TITLE}**\n\n" + markdown_table(BREAKDOWN_HEADERS, breakdown_rows(requests)),
     ]

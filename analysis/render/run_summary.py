@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.model import run_files
 from tftrace.analysis.model.onednn import onednn_text
 from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
-from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest, SourceRecord
+from tftrace.tracer.manifest_reader import Manifest, SourceRecord, read_manifest
+from tftrace.tracer.safe_read import FileAbsent, UnreadableFile
 from tftrace.tracer.step_range import format_steps
 
 
@@ -26,16 +28,7 @@ class RunSummary:
     manifest: Manifest
     os_threads_by_pool: dict[Pool, int]
     sampled_threads: int | None
-
-
-def _load_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise RunDirError(f"{path}: not readable JSON ({e})") from None
+    damaged: tuple[str, ...] = ()  # recorded files unreadable (or records in them), and why
 
 
 def os_threads_by_pool(identity: dict[str, Any] | None) -> dict[Pool, int]:
@@ -48,15 +41,25 @@ def os_threads_by_pool(identity: dict[str, Any] | None) -> dict[Pool, int]:
 def summarize(path: Path) -> RunSummary:
     if not path.is_dir():
         raise RunDirError(f"{path}: no such run directory")
-    manifest = _load_json(path / rundir.MANIFEST)
-    if manifest is None:
-        raise RunDirError(f"{path}: no {rundir.MANIFEST} (not a tftrace run directory)")
-    if manifest.get("kind") != MANIFEST_KIND:
-        raise RunDirError(f"{path / rundir.MANIFEST}: not a tftrace manifest")
-    identity = _load_json(path / rundir.IDENTITY)
-    table = _load_json(path / rundir.OS_THREADS_TABLE)
-    sampled = len(table["threads"]) if table else None
-    return RunSummary(path, Manifest.from_json(manifest), os_threads_by_pool(identity), sampled)
+    try:
+        manifest = read_manifest(path / rundir.MANIFEST)
+    except FileAbsent:
+        raise RunDirError(f"{path}: no {rundir.MANIFEST} (not a tftrace run directory)") from None
+    except UnreadableFile as e:
+        raise RunDirError(str(e)) from None
+    damaged: list[str] = []  # what of the recorded files could not be read, and why
+    identity = run_files.read_identity(path, damaged)
+    table = run_files.read_thread_table(path, damaged)
+    sampled = len(table.get("threads") or []) if table else None
+    return RunSummary(path, manifest, os_threads_by_pool(identity), sampled, tuple(damaged))
+
+
+def _figure(figures: Mapping[str, Any], key: str) -> str:
+    """A source's figure as written (a float as ``:g``), ``?`` where it is no number."""
+    value = figures.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "?"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _source_line(name: str, source: SourceRecord) -> str:
@@ -65,17 +68,19 @@ def _source_line(name: str, source: SourceRecord) -> str:
     extra = ""
     if name == "os_sampler" and state == "recorded":
         extra = (
-            f" ({figures['samples']} samples of {figures['threads']} threads "
-            f"at {figures['hz']:g} Hz)"
+            f" ({_figure(figures, 'samples')} samples of {_figure(figures, 'threads')} threads "
+            f"at {_figure(figures, 'hz')} Hz)"
         )
     elif name == "tf_profiler" and state == "recorded":
-        extra = f" ({', '.join(figures.get('xplane', []))})"
+        xplanes = figures.get("xplane")
+        extra = f" ({', '.join(map(str, xplanes if isinstance(xplanes, list) else []))})"
         if figures.get("note"):  # e.g. a steps window the workload's end cut short
             extra += f": {figures['note']}"
     elif name == "pyspy" and state == "recorded":
         extra = f" ({figures.get('samples_line') or 'chrometrace'})"
     elif name == "thread_identity" and state == "recorded":
-        extra = f" ({figures['resolved']} of {figures['threads']} OS threads mapped to trace ids)"
+        resolved, threads = _figure(figures, "resolved"), _figure(figures, "threads")
+        extra = f" ({resolved} of {threads} OS threads mapped to trace ids)"
     elif source.reason:
         extra = f": {source.reason}"
     return f"{name:16} {state}{extra}"
@@ -123,24 +128,30 @@ def summary_lines(summary: RunSummary) -> list[str]:
     lines.append("sources")
     for name, source in sorted(m.sources.items()):
         lines.append("  " + _source_line(name, source))
+    lines.extend(f"damaged    {note}" for note in summary.damaged)
     return lines
 
 
 def render_summary(summary: RunSummary) -> None:
+    """The summary's lines: the manifest's fields (the script's argv, an exception's message,
+    hostnames) are the user's, shown as text (``console.say``)."""
     from tftrace.analysis.render.console import console as make_console
+    from tftrace.analysis.render.console import say
 
     console = make_console(width=None, highlight=False)
     for line in summary_lines(summary):
-        console.print(line, markup=False)
+        say(console, line)
 
 
 def render_record_footer(path: Path, manifest: Manifest) -> None:
     import sys
 
-    out = sys.stderr
-    print(f"\ntftrace: run directory {path} ({manifest.status})", file=out)
+    from tftrace.analysis.render.formatting import printable
+
+    out, shown = sys.stderr, printable(path)
+    print(f"\ntftrace: run directory {shown} ({printable(manifest.status)})", file=out)
     for name, source in sorted(manifest.sources.items()):
-        print("  " + _source_line(name, source), file=out)
-    print(f"next: tftrace summary {path}", file=out)
-    print(f"      tftrace threads {path}    (which thread is in which pool, and why)", file=out)
-    print(f"      tensorboard --logdir {path}", file=out)
+        print("  " + printable(_source_line(name, source)), file=out)
+    print(f"next: tftrace summary {shown}", file=out)
+    print(f"      tftrace threads {shown}    (which thread is in which pool, and why)", file=out)
+    print(f"      tensorboard --logdir {shown}", file=out)

@@ -64,7 +64,9 @@ from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.figure_data import requests_over_time, step_concurrency
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, markdown_table, pool_rows
+from tftrace.analysis.render.formatting import markdown_text as md
 from tftrace.analysis.render.window_text import warmup_line, window_line
+from tftrace.tracer.safe_files import atomic_output, safe_dir
 
 SUBDIR = "tftrace"
 EVENT_FILE_GLOB = "events.out.tfevents.*"
@@ -267,36 +269,42 @@ def finding_events(findings: Sequence[Finding], clock: _Clock) -> list[Any]:
 
 
 def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
-    """``about``: what was analysed and how to read the axes."""
+    """``about``: what was analysed and how to read the axes (a line that may name something of
+    the run's, a path or a function, through ``markdown_text``: shown, never markup)."""
     warmup = warmup_line(analysis.warmup)
+    said = [
+        window_line(analysis),
+        *([warmup] if warmup else []),
+        *requests_text.summary_lines(analysis),
+        *(headline(analysis.core_use) if analysis.core_use else []),
+    ]
     lines = [
-        f"**run** `{analysis.run.path}`",
+        f"**run** {md(analysis.run.path)}",
         "",
-        f"- analysed {window_line(analysis)}",
-        *([f"- {warmup}"] if warmup else []),
-        *(f"- {line}" for line in requests_text.summary_lines(analysis)),
-        *(f"- {line}" for line in (headline(analysis.core_use) if analysis.core_use else [])),
+        f"- analysed {md(said[0])}",
+        *(f"- {md(line)}" for line in said[1:]),
         f"- concurrency bins: {resolution_ns / MS:g} ms; step = ms since the recorder started, "
         "wall time = when it happened",
         "- steps/*: one point per step (step = step number); the whole window's figures "
         "are the text `figures`, and the Thread pools tab shows them all",
-        *(f"- missing: {line}" for line in analysis.run.missing),
+        *(f"- missing: {md(line)}" for line in analysis.run.missing),
     ]
     return [_event(_text("about", "\n".join(lines), "The run analysed."), 0, clock.start_s)]
 
 
 def render_findings(findings: Iterable[Finding]) -> str:
-    """Markdown list of findings: severity, id, pool, message, action (plain, nothing escaped)."""
+    """Markdown list of findings: severity, id, pool, message, action. The texts name things of
+    the run (a process, a library): each goes through ``markdown_text``."""
     items = []
     for f in findings:
-        pool_text = f" ({f.pool})" if f.pool else ""
-        item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {f.message}"
+        pool_text = f" ({md(f.pool)})" if f.pool else ""
+        item = f"- **{f.severity.value}** `{f.id}`{pool_text}: {md(f.message)}"
         if f.consequence_of:
-            item += f" *(a consequence of {', '.join(f.consequence_of)})*"
+            item += f" *(a consequence of {md(', '.join(f.consequence_of))})*"
         if f.action:
-            item += f"\n  *Action:* {f.action}"
+            item += f"\n  *Action:* {md(f.action)}"
         if f.verification:
-            item += f"\n  *Verified:* {f.verification.status.value}: {f.verification.reason}"
+            item += f"\n  *Verified:* {f.verification.status.value}: {md(f.verification.reason)}"
         items.append(item)
     return "\n".join(items) if items else "No findings."
 
@@ -376,7 +384,7 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 def _replace_event_files(directory: Path, events: list[Any], start_s: float) -> Path:
     """Remove earlier event files (only those) and write ``events`` into a new one."""
-    directory.mkdir(parents=True, exist_ok=True)
+    safe_dir(directory)  # RUN/tftrace: a link there is refused, before anything is removed
     for old in directory.glob(EVENT_FILE_GLOB):
         old.unlink()
     path = directory / (
@@ -387,7 +395,7 @@ def _replace_event_files(directory: Path, events: list[Any], start_s: float) -> 
         file_version="brain.Event:2",
         source_metadata=event_pb2.SourceMetadata(writer="tftrace"),
     )
-    with path.open("wb") as f:
+    with atomic_output(path) as f:
         f.write(b"".join(_record(e.SerializeToString()) for e in (header, *events)))
     return path
 

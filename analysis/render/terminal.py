@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.render import census_text, python_text, requests_text
-from tftrace.analysis.render.console import capture
+from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.console import table as plain_table
 from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
 from tftrace.analysis.render.core_use_text import (
     beside_lines,
@@ -23,7 +24,6 @@ from tftrace.analysis.render.formatting import (
     fmt,
     parallelism_text,
     pool_rows,
-    printable,
 )
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
@@ -43,10 +43,8 @@ def _table(
     title: str, columns: tuple[str, ...], left: int = 1, text_at: tuple[int, ...] = ()
 ) -> Any:
     """A rich table whose first ``left`` columns (and those at ``text_at``) are text, the others
-    right-aligned figures."""
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
+    right-aligned figures; every title, header and cell shown as text (``console.table``)."""
+    table = plain_table(title, title_justify="left")
     for i, column in enumerate(columns):
         table.add_column(column, justify="left" if i < left or i in text_at else "right")
     return table
@@ -59,41 +57,35 @@ def render_text(analysis: Analysis) -> str:
 
 def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
     if not findings:
-        console.print("findings: none", markup=False, highlight=False)
+        say(console, "findings: none")
         return
-    console.print("[bold]findings[/bold] (causes first, then most severe first)")
+    from rich.text import Text
+
+    console.print(Text.assemble(("findings", "bold"), " (causes first, then most severe first)"))
     for f in findings:
         where = f" [{f.pool}]" if f.pool else ""
         # a finding's words carry names from the run (a process's, a library's): shown, not obeyed
-        console.print(
-            f"- {f.severity.value.upper()}{where} {printable(f.message)}",
-            markup=False,
-            highlight=False,
-        )
-        console.print(f"  -> {printable(f.action)}", markup=False, highlight=False)
+        say(console, f"- {f.severity.value.upper()}{where} {f.message}")
+        say(console, f"  -> {f.action}")
         if f.consequence_of:
-            console.print(
-                f"  (a consequence of {', '.join(f.consequence_of)}: act on that first)",
-                markup=False,
-                highlight=False,
-            )
+            say(console, f"  (a consequence of {', '.join(f.consequence_of)}: act on that first)")
         if f.verification:
             said = f"  verified: {f.verification.status.value}: {f.verification.reason}"
-            console.print(said, markup=False, highlight=False)
+            say(console, said)
 
 
 def render(analysis: Analysis, out: Console | None = None) -> None:
     """Print the analysis (findings first, then every table) on ``out`` (default: stdout)."""
     console = out or make_console()
-    console.print(f"{analysis.run.path}  {window_line(analysis)}", markup=False, highlight=False)
+    say(console, f"{analysis.run.path}  {window_line(analysis)}")
     warmup = warmup_line(analysis.warmup)
     if warmup:
-        console.print(warmup, markup=False, highlight=False)
+        say(console, warmup)
     _render_requests(console, analysis)
     _render_core_use(console, analysis)
     _render_findings(console, analysis.findings)
     for line in not_checked_lines(analysis):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
     pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
     for cells in pool_rows(analysis.pools):
         pools.add_row(*cells)
@@ -133,11 +125,11 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     console.print(_ops_table(analysis))
     steps = steps_line(analysis.steps)
     if steps:
-        console.print(steps, markup=False, highlight=False)
+        say(console, steps)
     for line in step_summary_lines(analysis.steps.summary()):
-        console.print(f"  {line}", markup=False, highlight=False)
+        say(console, f"  {line}")
     for line in analysis.run.missing:
-        console.print(f"missing: {line}", markup=False, highlight=False)
+        say(console, f"missing: {line}")
 
 
 def _render_census(console: Console, analysis: Analysis) -> None:
@@ -146,14 +138,12 @@ def _render_census(console: Console, analysis: Analysis) -> None:
     census = analysis.census
     if census is None:
         return
-    from rich.text import Text
-
     table = _table(census_text.title(census), census_text.FIGURE_HEADERS)
     for cells in census_text.figure_rows(census):
         table.add_row(*cells)
     console.print(table)
     for line in [*census_text.source_lines(census), *census_text.summary_lines(census)]:
-        console.print(Text(line))
+        say(console, line)
 
 
 def _render_requests(console: Console, analysis: Analysis) -> None:
@@ -163,7 +153,7 @@ def _render_requests(console: Console, analysis: Analysis) -> None:
     if requests is None:
         return
     for line in requests_text.summary_lines(analysis):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
     latency = _table(requests_text.LATENCY_TITLE, requests_text.LATENCY_HEADERS)
     for cells in requests_text.latency_rows(requests):
         latency.add_row(*cells)
@@ -180,7 +170,7 @@ def _render_core_use(console: Console, analysis: Analysis) -> None:
     if use is None:
         return
     for line in headline(use):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
     rows = cause_rows(use)
     if rows:
         table = _table("", CORE_USE_HEADERS)
@@ -188,9 +178,9 @@ def _render_core_use(console: Console, analysis: Analysis) -> None:
             table.add_row(*cells)
         console.print(table)
     for line in beside_lines(analysis):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
     for line in use.notes:
-        console.print(f"({line})", markup=False, highlight=False)
+        say(console, f"({line})")
 
 
 def _breakdown_table(analysis: Analysis) -> Any:
@@ -208,14 +198,14 @@ def _render_python(console: Console, analysis: Analysis) -> None:
     line = python_text.not_shown(analysis)
     if python is None or line is not None:
         if line:
-            console.print(line, markup=False, highlight=False)
+            say(console, line)
         return
     table = _table(python_text.title(python), python_text.HEADERS)
     for cells in python_text.main_rows(python):
         table.add_row(*cells)
     console.print(table)
     for text in [*python_text.other_thread_lines(python), *python_text.notes(python)]:
-        console.print(text, markup=False, highlight=False)
+        say(console, text)
 
 
 def _ops_table(analysis: Analysis) -> Any:

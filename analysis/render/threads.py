@@ -15,11 +15,11 @@ def thread_rows(run: Run) -> pd.DataFrame:
 
 
 def render_threads(run: Run) -> None:
-    from rich.table import Table
+    from tftrace.analysis.render.console import say, wide_console
+    from tftrace.analysis.render.console import table as plain_table
 
-    from tftrace.analysis.render.console import wide_console
-
-    table = Table(title=f"threads of {run.path}", title_justify="left", expand=False)
+    # names (OS, trace line, evidence) are the run's: shown as text (``console.table``)
+    table = plain_table(f"threads of {run.path}", title_justify="left", expand=False)
     for column in ("pool", "tid", "OS name", "trace line", "events", "evidence"):
         table.add_column(column, overflow="fold")
     for row in thread_rows(run).itertuples():
@@ -35,4 +35,4 @@ def render_threads(run: Run) -> None:
     console = wide_console()
     console.print(table)
     for note in [*run.notes, *(f"missing: {m}" for m in run.missing)]:
-        console.print(note, markup=False, highlight=False)
+        say(console, note)

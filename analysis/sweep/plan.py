@@ -14,6 +14,7 @@ from tftrace.analysis.sweep.timing import Measure, Objective, TimingError, as_ob
 from tftrace.tracer.options import DEFAULT_SWEEPS_DIR, RecordOptions, Target
 from tftrace.tracer.recorder import RecordError, check_target
 from tftrace.tracer.rundir import default_run_path
+from tftrace.tracer.safe_files import refuse_link
 from tftrace.tracer.sweep import Setting, SweepError, SweepOptions
 from tftrace.tracer.sweep_setting import Axes
 
@@ -113,6 +114,7 @@ def plan(
     except RecordError as e:
         raise SweepError(str(e)) from None
     path = Path(output) if output is not None else default_run_path(DEFAULT_SWEEPS_DIR, name)
+    refuse_link(path)  # -o DIR, or RUN/verify of a shared run: not through a link
     if path.exists() and any(path.iterdir()):
         raise SweepError(f"output directory is not empty: {path}")
     options = SweepOptions(

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 
 from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.console import say
+from tftrace.analysis.render.console import table as plain_table
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.sweep.recommendation import measure_words, recommendation
 from tftrace.analysis.sweep.result import SweepResult, copies_of
@@ -20,6 +22,7 @@ from tftrace.analysis.sweep.stats import (
     setting_of,
 )
 from tftrace.analysis.sweep.timing import Objective
+from tftrace.tracer.safe_files import atomic_output
 from tftrace.tracer.sweep import SWEEP_KIND, Setting
 from tftrace.tracer.sweep_setting import ENV_NAME
 
@@ -30,24 +33,24 @@ def _rate_name(result: SweepResult) -> str:
 
 
 def render(result: SweepResult) -> None:
+    """The table and the words: the target's argv, variables' values and warnings are the
+    user's, shown as text (``console.say`` / ``console.table``)."""
     from rich import box
-    from rich.table import Table
 
     console = make_console()
     recorded = bool(result.recorded)
     latency = result.shows_latency
     knobs = _knob_columns(result.table)
 
-    console.print(
+    say(
+        console,
         f"sweep of {' '.join(result.target)} · {result.cpus} CPUs · "
         + (f"{_crossed(result.table)} · " if knobs else "")
         + "timed: "
         + "; ".join(result.bases)
         + (f" · decided by: {measure_words(result)}" if latency else ""),
-        markup=False,
-        highlight=False,
     )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = plain_table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ["", "intra", "inter", *knobs, "n", result.unit, "±", "speedup", "CPU"]
     rate = "req/s" if result.server else "steps/s"
     if latency:
@@ -127,10 +130,9 @@ def render(result: SweepResult) -> None:
             f"n runs · {result.unit}: their median · ±: half their min-max range · speedup: "
             "baseline median / median · CPU: process CPU / (span x CPUs)"
         )
-    console.print(
+    say(
+        console,
         note + (" · c: mean pool concurrency in the recorded run" if recorded_columns else ""),
-        markup=False,
-        highlight=False,
         style="dim",
     )
     if recorded and not recorded_columns:
@@ -139,12 +141,11 @@ def render(result: SweepResult) -> None:
             if view is None:
                 continue
             finding = view.finding.id if view.finding else "none"
-            console.print(
+            say(
+                console,
                 f"recorded run of {label(r)}: main finding {finding}; mean pool concurrency "
                 f"intra {fmt(view.intra_concurrency, '.2f')}, inter "
                 f"{fmt(view.inter_concurrency, '.2f')}",
-                markup=False,
-                highlight=False,
             )
     for key, copies in copies_of(result).items():
         if len(copies) < 2:
@@ -155,11 +156,11 @@ def render(result: SweepResult) -> None:
             f"p50 {fmt(c['p50_ms'], '.3g')}, p99 {fmt(c['p99_ms'], '.3g')} ms"
             for c in copies
         )
-        console.print(f"{label(row)}, each copy: {each}", markup=False, highlight=False)
+        say(console, f"{label(row)}, each copy: {each}")
     for w in result.warnings:
-        console.print(f"warning: {w}", markup=False, highlight=False)
+        say(console, f"warning: {w}")
     for line in recommendation(result):
-        console.print(line, markup=False, highlight=False)
+        say(console, line)
 
 
 def _pool_value(value: Any) -> str:
@@ -357,7 +358,8 @@ def _save(fig: Any, ax: Any, plt: Any, xs: list[int], path: Path) -> Path:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_output(path) as f:
+        fig.savefig(f, format=path.suffix.lstrip(".") or None)
     plt.close(fig)
     return path
 

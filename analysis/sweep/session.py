@@ -31,6 +31,7 @@ from tftrace.tracer.options import (
     as_target,
 )
 from tftrace.tracer.rundir import write_json_atomic
+from tftrace.tracer.safe_files import safe_dir
 from tftrace.tracer.sweep import (
     SWEEP_FILE,
     Setting,
@@ -359,7 +360,7 @@ class _Sweep:
         out = self.options.output
         created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         result = replace(result, output=out, options=dict(self.plan.asked), created=created)
-        out.mkdir(parents=True, exist_ok=True)
+        safe_dir(out)
         write_json_atomic(out / SWEEP_FILE, document(result))
         plot(result, out / PLOT_FILE)
         return result

@@ -56,8 +56,8 @@ def current_setting(run: Run, findings: Iterable[Finding] = ()) -> Setting:
 
 
 def recorded_value(run: Run, name: str) -> str | None:
-    """The run's value of variable ``name`` (None: unset). The manifest keeps every variable
-    that sizes threads (``environment.RELEVANT_ENV_PREFIXES``: TF_, OMP_, OPENBLAS_, MKL_...);
+    """The run's value of variable ``name`` (None: unset). The manifest keeps the variables
+    that size threads (``environment.RECORDED_ENV_VARS``: TF_NUM_*, OMP_NUM_THREADS, ...);
     of another it keeps nothing, so the value this process has stands in for it."""
     if relevant_env({name: ""}):
         return run.manifest.env.get(name)

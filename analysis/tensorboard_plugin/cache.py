@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +22,8 @@ from typing import Any
 
 from tftrace.analysis.tensorboard_plugin.runs import fingerprint
 from tftrace.errors import TftraceError
+from tftrace.tracer.safe_files import atomic_output, safe_dir
+from tftrace.tracer.safe_read import read_json_object_or_none
 
 CACHE_FILE = "plugin.json"
 logger = logging.getLogger(__name__)
@@ -42,11 +42,8 @@ def cache_path(run_path: Path) -> Path:
 
 def read_cached(run_path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
     """The cached data when its fingerprint is ``key``; None when absent, stale or unreadable."""
-    try:
-        stored = json.loads(cache_path(run_path).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != key:
+    stored = read_json_object_or_none(cache_path(run_path))  # a regular file, not too deep
+    if stored is None or stored.get("key") != key:
         return None
     data = stored.get("dashboard")
     return data if isinstance(data, dict) else None
@@ -57,11 +54,9 @@ def write_cached(run_path: Path, key: dict[str, Any], data: dict[str, Any]) -> b
     False when the run directory cannot be written."""
     target = cache_path(run_path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".plugin-", suffix=".json", dir=target.parent)
-        with os.fdopen(fd, "w") as f:
+        safe_dir(target.parent)  # RUN/tftrace: not through a link
+        with atomic_output(target, "w") as f:
             json.dump({"key": key, "dashboard": data}, f, allow_nan=False)
-        os.replace(tmp, target)
     except OSError as e:
         logger.info("tftrace: cannot cache %s (%s)", target, e)
         return False

@@ -23,7 +23,7 @@ import pandas as pd
 from tftrace import __version__
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.model.pools import Pool
-from tftrace.analysis.render import requests_text
+from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import HEADERS as CAUSE_HEADERS
 from tftrace.analysis.render.core_use_text import cause_rows, headline
 from tftrace.analysis.render.figure_data import (
@@ -69,6 +69,7 @@ def dashboard(analysis: Analysis) -> dict[str, Any]:
         ),
         steps={**data["steps"], **steps_figure(analysis)},  # its stats; points, not the table
         threads=threads_table(analysis),
+        census_view=census_view(analysis),
     )
     view = requests_view(analysis)
     if view is not None:  # a loop's data stays as it was
@@ -109,6 +110,20 @@ def requests_view(analysis: Analysis) -> dict[str, Any] | None:
             ),
         },
         "latency_distribution": records(latency_distribution(requests)),
+    }
+
+
+def census_view(analysis: Analysis) -> dict[str, Any] | None:
+    """The threads by pool against the CPUs as the terminal shows them: its title, table (the
+    report's cells) and lines; None without a census."""
+    census = analysis.census
+    if census is None:
+        return None
+    return {
+        "title": census_text.title(census),
+        "headers": list(census_text.HEADERS),
+        "rows": [list(r) for r in census_text.rows(census)],
+        "lines": census_text.summary_lines(census),
     }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -34,6 +35,7 @@ from tftrace.errors import TftraceError
 
 STATIC = "static"
 TYPES = {".js": "text/javascript", ".css": "text/css"}
+STATIC_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # what static/ holds: bare, plain names
 logger = logging.getLogger(__name__)
 
 
@@ -133,12 +135,12 @@ def _json(request: wrappers.Request, data: dict[str, Any], code: int = 200) -> A
 def _static(request: wrappers.Request, name: str) -> Any:
     """A file of ``static/`` by its bare name (nothing else can be named: no folders)."""
     folder = resources.files(__package__).joinpath(STATIC)
-    suffix = Path(name).suffix
-    if not name or "/" in name or name.startswith(".") or suffix not in TYPES:
+    suffix = Path(name).suffix if STATIC_NAME.fullmatch(name) else ""
+    if name.startswith(".") or suffix not in TYPES:  # a NUL byte, a folder, a dot file: none
         return http_util.Respond(request, "not found", "text/plain", code=404)
     try:
         body = folder.joinpath(name).read_bytes()
-    except OSError:
+    except (OSError, ValueError):
         return http_util.Respond(request, "not found", "text/plain", code=404)
     kind = TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
     return http_util.Respond(request, body, kind)

@@ -10,8 +10,8 @@ used only while its fingerprint holds.
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -20,8 +20,9 @@ from typing import Any
 
 from tftrace import __version__
 from tftrace.analysis.model.vocabulary import XPLANE_SUFFIX
+from tftrace.errors import TraceError
 from tftrace.tracer import rundir
-from tftrace.tracer.manifest_reader import MANIFEST_KIND, Manifest
+from tftrace.tracer.manifest_reader import read_manifest
 
 # What a recording writes and an analysis reads (files, or folders of them).
 RECORDED = (
@@ -66,17 +67,22 @@ class RunInfo:
 def read_run(path: Path, name: str) -> RunInfo | None:
     """The run at ``path``, or None when its manifest is missing, unreadable or not tftrace's,
     or it holds no trace (a sweep's timing runs: what the tab shows comes from the trace)."""
-    if not any((path / rundir.PROFILE_DIR).glob(f"*/*{XPLANE_SUFFIX}")):
+    if not any(_regular(p) for p in (path / rundir.PROFILE_DIR).glob(f"*/*{XPLANE_SUFFIX}")):
         return None
-    try:
-        data = json.loads((path / rundir.MANIFEST).read_text())
-    except (OSError, ValueError):
+    try:  # a regular file only: a FIFO or a link to a device would hold the scan
+        manifest = read_manifest(path / rundir.MANIFEST)
+    except TraceError:
         return None
-    if not isinstance(data, dict) or data.get("kind") != MANIFEST_KIND:
-        return None
-    manifest = Manifest.from_json(data)
     label = manifest.name or (path.name if name == "." else name)
     return RunInfo(name, path, label, manifest.status, manifest.created)
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a link to one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def find_runs(logdir: Path) -> dict[str, RunInfo]:
@@ -84,7 +90,7 @@ def find_runs(logdir: Path) -> dict[str, RunInfo]:
     found: dict[str, RunInfo] = {}
     for where, folders, files in os.walk(logdir):
         here = Path(where)
-        if rundir.MANIFEST in files:
+        if rundir.MANIFEST in files and _regular(here / rundir.MANIFEST):
             name = here.relative_to(logdir).as_posix()
             run = read_run(here, name)
             if run is not None:
@@ -94,22 +100,35 @@ def find_runs(logdir: Path) -> dict[str, RunInfo]:
 
 
 class RunIndex:
-    """``find_runs`` of one log directory, walked again at most every ``RESCAN_S`` seconds."""
+    """``find_runs`` of one log directory, walked again at most every ``RESCAN_S`` seconds.
+
+    The walk reads files, so it runs outside the lock: while one request walks, the others
+    answer the runs last found (before the first walk ends, each request walks itself)."""
 
     def __init__(self, logdir: Path | None) -> None:
         self.logdir = logdir
         self._lock = threading.Lock()
         self._runs: dict[str, RunInfo] = {}
         self._at = -RESCAN_S
+        self._walkers = 0  # walks under way
+        self._walked = False
 
     def runs(self) -> dict[str, RunInfo]:
         if self.logdir is None:
             return {}
         with self._lock:
-            if time.monotonic() - self._at >= RESCAN_S:
-                self._runs = find_runs(self.logdir)
-                self._at = time.monotonic()
-            return self._runs
+            due = time.monotonic() - self._at >= RESCAN_S
+            if not due or (self._walkers and self._walked):
+                return self._runs
+            self._walkers += 1
+        try:
+            found = find_runs(self.logdir)
+        finally:
+            with self._lock:
+                self._walkers -= 1
+        with self._lock:
+            self._runs, self._at, self._walked = found, time.monotonic(), True
+            return found
 
 
 def fingerprint(path: Path) -> dict[str, Any]:
@@ -121,12 +140,15 @@ def fingerprint(path: Path) -> dict[str, Any]:
         found = sorted(target.rglob("*")) if target.is_dir() else [target]
         for file in found:
             try:
-                stat = file.stat()
+                info = file.stat()
             except OSError:
                 continue
             if file.is_file():
-                files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
+                files.append([file.relative_to(path).as_posix(), info.st_size, info.st_mtime_ns])
     for file in sorted(path.glob(VERIFICATIONS)):
-        stat = file.stat()
-        files.append([file.relative_to(path).as_posix(), stat.st_size, stat.st_mtime_ns])
+        try:
+            info = file.stat()
+        except OSError:  # a dangling link: nothing to read
+            continue
+        files.append([file.relative_to(path).as_posix(), info.st_size, info.st_mtime_ns])
     return {"tftrace": __version__, "format": DATA_FORMAT, "files": files}

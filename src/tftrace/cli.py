@@ -68,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return USAGE_ERROR
     except TftraceError as e:  # every user-facing failure: one line, no traceback
-        print(f"tftrace: error: {e}", file=sys.stderr)
+        from tftrace.printable import printable
+
+        print(f"tftrace: error: {printable(e)}", file=sys.stderr)  # names in it: shown as text
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130

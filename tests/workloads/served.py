@@ -2,8 +2,9 @@
 (``--tf-only``: TF's profiler server alone, without tftrace), then steps of a tf.function
 of two independent matmul chains (both inter-op threads), with one big product every tenth
 step (the Eigen pool), ``--pause-ms`` apart, until its stdin closes (at most ``--seconds``).
-Pools come from TF_NUM_* in the test. Prints ``serving`` once the server runs and the pools
-have worked, and ``done STEPS`` at the end."""
+``--host H``: ``tftrace.serve(PORT, host=H)``. Other arguments are ignored (a test gives one
+it must find in no answer). Pools come from TF_NUM_* in the test. Prints ``serving`` once
+the server runs and the pools have worked, and ``done STEPS`` at the end."""
 
 import argparse
 import select
@@ -19,13 +20,15 @@ parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--tf-only", action="store_true")
 parser.add_argument("--pause-ms", type=float, default=2.0)
 parser.add_argument("--seconds", type=float, default=300.0)
-args = parser.parse_args()
+parser.add_argument("--host")
+args, _ = parser.parse_known_args()
 
 if args.tf_only:
     tf.profiler.experimental.server.start(args.port)
     served = True
 else:
-    served = tftrace.serve(args.port) is not None
+    where = {"host": args.host} if args.host is not None else {}
+    served = tftrace.serve(args.port, **where) is not None
 
 
 @tf.function

@@ -142,7 +142,13 @@ function pools(data) {
   const cpu = data.cpu.length
     ? [el("h3", null, "CPU truth"), table(Object.keys(data.cpu[0]), data.cpu.map((r) => Object.values(r).map((v) => (typeof v === "number" ? num(v) : fmt(v)))))]
     : [];
-  return section("pools", "Pools", table(headers, rows), cpu);
+  return section("pools", "Pools", table(headers, rows), cpu, census(data.census_view));
+}
+
+// Every thread by pool (TF's, tf.data, BLAS/OpenMP, Python...) against the usable CPUs.
+function census(view) {
+  if (!view) return [];
+  return [el("h3", null, view.title), table(view.headers, view.rows), view.lines.map((line) => note(line))];
 }
 
 function concurrency(data) {

@@ -113,6 +113,7 @@ def stages_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]
     ``PROGRESS_DELAY_S``; it leaves nothing behind."""
     from tftrace.analysis.progress import reporting
     from tftrace.analysis.render.console import console
+    from tftrace.analysis.render.formatting import printable
 
     err = console(width=None, stderr=True)
     if getattr(ns, "json", False) or not err.is_terminal:
@@ -120,8 +121,11 @@ def stages_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(
-        TextColumn(f"{what}: " + "{task.description}"),
+    bar = Progress(  # ``what`` names a path: text, not markup
+        TextColumn(
+            printable(what).replace("{", "{{").replace("}", "}}") + ": {task.description}",
+            markup=False,
+        ),
         BarColumn(),
         TimeElapsedColumn(),
         console=err,

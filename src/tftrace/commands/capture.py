@@ -1,9 +1,13 @@
 """``tftrace capture grpc://h:p[,grpc://h2:p2...] --duration S -o DIR``: record running
-programs that called ``tftrace.serve(p)``, every host at once, one run directory each."""
+programs that called ``tftrace.serve(p)``, every host at once, one run directory each.
+
+An endpoint bound beyond loopback asks for the token its program printed:
+``grpc://h:p?token=T`` for one host, else ``--token T`` or ``TFTRACE_TOKEN`` for all."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -18,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "addresses",
         metavar="grpc://HOST:PORT[,...]",
         help="the hosts, comma-separated: the port each gave tftrace.serve (its data endpoint "
-        "is on PORT+1 unless the address ends in ?data_port=N)",
+        "is on PORT+1 unless the address ends in ?data_port=N; ?token=T: that host's token)",
     )
     p.add_argument(
         "--duration",
@@ -34,20 +38,28 @@ def configure(p: argparse.ArgumentParser) -> None:
         required=True,
         help="directory to create: one run directory per host, and capture.json",
     )
+    p.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the token of the hosts whose endpoint asks for one (served with host= beyond "
+        "127.0.0.1), unless their address gives its own; default: $TFTRACE_TOKEN, which other "
+        "users cannot read from the process list",
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
+    from tftrace.analysis.render.formatting import printable
     from tftrace.errors import error_context
-    from tftrace.tracer.capture import capture, parse_addresses
+    from tftrace.tracer.capture import TOKEN_ENV, capture, parse_addresses
 
+    token = ns.token or os.environ.get(TOKEN_ENV) or None
     with error_context("capture"):
-        result = capture(parse_addresses(ns.addresses), ns.duration, ns.output)
+        result = capture(parse_addresses(ns.addresses, token), ns.duration, ns.output)
     answered = [h for h in result.hosts if h.answered]
     for host in result.hosts:
         if not host.answered:
-            print(
-                f"tftrace: capture: {host.address} did not answer: {host.problem}", file=sys.stderr
-            )
+            said = f"tftrace: capture: {host.address} did not answer: {host.problem}"
+            print(printable(said), file=sys.stderr)  # a host's answer: its text, shown
     print(
         f"captured {len(answered)} of {len(result.hosts)} hosts for {ns.duration:g} s "
         f"into {result.path}"
@@ -55,7 +67,7 @@ def run(ns: argparse.Namespace) -> int:
     width = max(len(h.path or "") for h in answered)
     for host in answered:
         note = "" if host.data == "received" else f"  (trace only: {host.data})"
-        print(f"  {host.path:{width}}  {host.address}{note}")
+        print(printable(f"  {host.path:{width}}  {host.address}{note}"))
     one = result.path / (answered[0].path or "")
     if len(answered) == 1:
         print(f"analyse it with: tftrace analyze {one}")

@@ -49,6 +49,7 @@ def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.diff.sweep_dir import is_sweep_dir
     from tftrace.analysis.model.memory import small_pages
     from tftrace.errors import CliError
+    from tftrace.tracer.safe_files import UnsafePathError, write_text_atomic
 
     options = analysis_options(ns)
     small_pages()
@@ -65,7 +66,9 @@ def run(ns: argparse.Namespace) -> int:
         result = _runs(ns, options)
     if ns.html is not None:
         try:
-            ns.html.write_text(result.to_html(), encoding="utf-8")
+            write_text_atomic(ns.html, result.to_html())  # a link there: replaced, not followed
+        except UnsafePathError:
+            raise
         except OSError as e:
             raise CliError(f"--html {ns.html}: cannot write ({e.strerror})") from None
     if ns.json:

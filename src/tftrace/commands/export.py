@@ -16,6 +16,7 @@ from typing import Any
 
 from tftrace.commands import add_run_argument, add_window_arguments, load_run, window_options
 from tftrace.errors import CliError
+from tftrace.tracer.safe_files import UnsafePathError, safe_dir
 
 NAME = "export"
 HELP = "write a run as a Perfetto/Chrome trace, or its tables as CSV or Parquet files"
@@ -79,6 +80,19 @@ def output_path(run_root: Path, fmt: str, given: Path | None) -> Path:
     return given if given is not None else run_root / "export" / DEFAULT_NAMES[fmt]
 
 
+def _folder(path: Path, fmt: str) -> Path:
+    """The folder written into: the trace file's, or the directory of tables."""
+    return path.parent if fmt in TRACE_FORMATS else path
+
+
+def _check_folder(path: Path, fmt: str, root: Path | None, create: bool = False) -> None:
+    """Refuse a symbolic link where the export's folder goes (a shared run may hold planted
+    ones), and make it when ``create``: the default output's ``RUN/export`` and
+    ``RUN/export/csv`` (``root``: the run), ``-o DIR`` or the trace file's folder given
+    (``root`` None). Files are then written beside links, never through them."""
+    safe_dir(_folder(path, fmt), root=root, create=create)
+
+
 def _check_output(path: Path, fmt: str) -> None:
     """Refuse a file where a directory is wanted and the reverse, before any work."""
     if fmt in TRACE_FORMATS and path.is_dir():
@@ -87,7 +101,7 @@ def _check_output(path: Path, fmt: str) -> None:
         raise CliError(f"export: {path} is a file; {fmt} writes a directory of tables")
 
 
-def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
+def _export_trace(run: Any, path: Path, window: dict[str, Any], root: Path | None) -> str:
     from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.trace import write_run_trace
     from tftrace.analysis.export.window_marks import window_marks
@@ -97,16 +111,19 @@ def _export_trace(run: Any, path: Path, window: dict[str, Any]) -> str:
         raise CliError(f"export: {run.path} has no trace events to export ({why})")
     marks = window_marks(run, **window)  # first: a bad window fails before the long part
     server = window_requests(run, **window)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _check_folder(path, "chrome", root, create=True)
     count, size = write_run_trace(run, path, marks, server.requests if server else None)
     return f"{path} ({count} events, {size / 1024:.0f} KiB)"
 
 
-def _export_tables(run: Any, directory: Path, fmt: str, window: dict[str, Any]) -> str:
+def _export_tables(
+    run: Any, directory: Path, fmt: str, window: dict[str, Any], root: Path | None
+) -> str:
     from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.tables import write_tables
 
     server = window_requests(run, **window)
+    _check_folder(directory, fmt, root, create=True)
     paths = write_tables(run, directory, fmt, server)
     size = sum(p.stat().st_size for p in paths)
     return f"{directory}/ ({len(paths) - 1} tables + schema.json, {size / 1024:.0f} KiB)"
@@ -122,11 +139,15 @@ def run(ns: argparse.Namespace) -> int:
     loaded = load_run(ns)
     path = output_path(loaded.path, ns.format, ns.output)
     _check_output(path, ns.format)
+    root = loaded.path if ns.output is None else None
     try:
+        _check_folder(path, ns.format, root)  # a link: refused before any work
         if ns.format in TRACE_FORMATS:
-            written = _export_trace(loaded, path, window_options(ns))
+            written = _export_trace(loaded, path, window_options(ns), root)
         else:
-            written = _export_tables(loaded, path, ns.format, window_options(ns))
+            written = _export_tables(loaded, path, ns.format, window_options(ns), root)
+    except UnsafePathError:
+        raise  # its own line says which link and why
     except OSError as e:
         raise CliError(f"export: cannot write {e.filename or path} ({e.strerror})") from None
     print(f"wrote {written}")
@@ -138,23 +159,28 @@ def run(ns: argparse.Namespace) -> int:
 def _cluster(ns: argparse.Namespace) -> int:
     """A directory of hosts: one trace with a process group per host, or tables per host."""
     from tftrace.analysis.cluster.export import write_cluster_tables, write_cluster_trace
+    from tftrace.analysis.render.formatting import printable  # host names: the job's text
 
     if ns.session is not None:
         raise CliError("export: --session picks a profile session of one run; DIR holds hosts")
     path = output_path(ns.run, ns.format, ns.output)
     _check_output(path, ns.format)
+    root = ns.run if ns.output is None else None
     try:
+        _check_folder(path, ns.format, root, create=True)
         if ns.format in TRACE_FORMATS:
             count, size, hosts = write_cluster_trace(ns.run, path, **window_options(ns))
             shown = f"{sum(h.skipped is None for h in hosts)} of {len(hosts)} hosts"
             print(f"wrote {path} ({count} events, {shown}, {size / 1024:.0f} KiB)")
             for h in hosts:
                 if h.skipped is not None:
-                    print(f"left out {h.name}: {h.skipped}")
+                    print(printable(f"left out {h.name}: {h.skipped}"))
             print("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing")
         else:
             for name, directory, files in write_cluster_tables(ns.run, path, ns.format):
-                print(f"wrote {directory}/ ({name}: {files - 1} tables + schema.json)")
+                print(printable(f"wrote {directory}/ ({name}: {files - 1} tables + schema.json)"))
+    except UnsafePathError:
+        raise
     except OSError as e:
         raise CliError(f"export: cannot write {e.filename or path} ({e.strerror})") from None
     return 0

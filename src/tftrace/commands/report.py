@@ -23,6 +23,12 @@ from typing import Any
 
 from tftrace.commands import add_analysis_arguments, analyze_run
 from tftrace.errors import CliError
+from tftrace.tracer.safe_files import (
+    UnsafePathError,
+    safe_dir,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 
 NAME = "report"
 HELP = "write a self-contained HTML report of a run (tables, findings, figures; works offline)"
@@ -56,19 +62,24 @@ def output_paths(output: Path | None, run_path: Path) -> tuple[Path, Path]:
 
 
 def write_report(analysis: Any, page: Path, image_dir: Path) -> ReportFiles:
-    """Draw the figures, write them as PNG files and the page that embeds them."""
+    """Draw the figures, write them as PNG files and the page that embeds them.
+
+    Nothing is written through a symbolic link (a shared run may hold planted ones): the
+    page's folder and the figures' must not be links (``UnsafePathError``), and a link where
+    a file goes is replaced by the file (``tftrace.tracer.safe_files``)."""
     from tftrace.analysis.render.html import render_page
     from tftrace.analysis.render.plots import png_images
 
     images = png_images(analysis)
-    image_dir.mkdir(parents=True, exist_ok=True)
+    safe_dir(page.parent)
+    safe_dir(image_dir)
     written = []
     for name, png in images.items():
         path = image_dir / f"{name}.png"
-        path.write_bytes(png)
+        write_bytes_atomic(path, png)
         written.append(path)
     relative = image_dir.name if image_dir.parent == page.parent else str(image_dir)
-    page.write_text(render_page(analysis, images, relative), encoding="utf-8")
+    write_text_atomic(page, render_page(analysis, images, relative))
     return ReportFiles(page, written)
 
 
@@ -81,6 +92,8 @@ def run(ns: argparse.Namespace) -> int:
     page, image_dir = output_paths(ns.output, analysis.run.path)
     try:
         files = write_report(analysis, page, image_dir)
+    except UnsafePathError:
+        raise  # its own line says which link and why
     except OSError as e:
         raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
     print(f"tftrace: report {files.page} ({len(files.images)} figures also in {image_dir}/)")
@@ -119,6 +132,7 @@ def _cluster(ns: argparse.Namespace) -> int:
     from tftrace.analysis.cluster.layout import find_hosts
     from tftrace.analysis.cluster.report import cluster_page
     from tftrace.analysis.metrics.window import parse_window
+    from tftrace.analysis.render.formatting import printable
 
     if ns.session is not None or ns.cpus is not None:
         raise CliError(
@@ -147,12 +161,14 @@ def _cluster(ns: argparse.Namespace) -> int:
         else:
             problems[host.name] = problem or "not written"
     try:
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(cluster_page(cluster, links, problems), encoding="utf-8")
+        safe_dir(page.parent)
+        write_text_atomic(page, cluster_page(cluster, links, problems))
+    except UnsafePathError:
+        raise
     except OSError as e:
         raise CliError(f"{e.filename or page}: cannot write ({e.strerror})") from None
     print(f"tftrace: report {page} ({len(layout.hosts)} hosts)")
     for host in layout.hosts:
         shown = links[host.name] if host.name in links else f"no report: {problems[host.name]}"
-        print(f"  {host.name}: {shown}")
+        print(printable(f"  {host.name}: {shown}"))  # host names, problems: the job's text
     return 0

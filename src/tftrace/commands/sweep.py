@@ -199,8 +199,10 @@ def progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
     a bad argument gets its one line without the bar's."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(
-        TextColumn("[progress.description]{task.description}"),
+    from tftrace.analysis.render.formatting import printable
+
+    bar = Progress(  # the description names settings (variables' values): text, not markup
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -212,7 +214,7 @@ def progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
     def show(p: SweepProgress) -> None:
         if not bar.live.is_started:
             bar.start()
-        bar.update(task, description=p.text, completed=p.done, total=p.total)
+        bar.update(task, description=printable(p.text), completed=p.done, total=p.total)
 
     try:
         yield show
@@ -224,6 +226,7 @@ def progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
 def _show(result: SweepResult, as_json: bool, stderr: Any) -> None:
     import json
 
+    from tftrace.analysis.render.console import say
     from tftrace.analysis.sweep.report import document, render
     from tftrace.analysis.sweep.session import PLOT_FILE
     from tftrace.tracer.sweep import SWEEP_FILE
@@ -232,8 +235,4 @@ def _show(result: SweepResult, as_json: bool, stderr: Any) -> None:
         print(json.dumps(document(result), indent=2))
     else:
         render(result)
-    stderr.print(
-        f"tftrace: sweep directory {result.output} ({SWEEP_FILE}, {PLOT_FILE})",
-        markup=False,
-        highlight=False,
-    )
+    say(stderr, f"tftrace: sweep directory {result.output} ({SWEEP_FILE}, {PLOT_FILE})")
