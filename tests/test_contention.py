@@ -85,7 +85,8 @@ def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path:
     """OPENBLAS_NUM_THREADS=2 beside TF's default pools (2 and 2 on the 2 CPUs the run is
     pinned to): each NumPy product, split in two, waits for the half whose thread sits behind
     one of TF's.
-    The finding advises OPENBLAS_NUM_THREADS=1, verified not slower; TF's pools at 1 too."""
+    The finding advises OPENBLAS_NUM_THREADS=1, confirmed by --verify; TF's pools at 1 are named
+    beside it as the other fix."""
     run_dir = tmp_path / "run"
     env = quiet_env(OPENBLAS_NUM_THREADS="2")
     record = subprocess.run(
@@ -101,7 +102,9 @@ def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path:
     assert library.setting is not None
     assert dict(library.setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
     assert "openblas" in library.message.lower()
-    assert found["tf-pools-beside-library-pool"].setting is not None
+    # TF's threads waited for the cores the library's held: its variable is the one advice
+    assert "tf-pools-beside-library-pool" not in found
+    assert "Else one thread per TF pool" in library.action
     verify = subprocess.run(
         [sys.executable, "-m", "tftrace", "analyze", "--verify", "--verify-repeat", "5",
          "--json", str(run_dir)],

@@ -274,7 +274,7 @@ def test_a_throttling_quota_advises_pools_that_fit_it():
     assert quota_throttles(*_analysed(_held_by(_cpus(), _burner(0.0), fewer, 1.5), manifest)) == []
 
 
-def test_a_library_pool_beside_tf_pools_gets_both_fixes_the_smaller_side_first():
+def test_a_library_pool_beside_tf_pools_gets_the_fix_the_data_favours():
     run, analysis = _analysed()
     cpu = pd.DataFrame(
         {
@@ -292,12 +292,23 @@ def test_a_library_pool_beside_tf_pools_gets_both_fixes_the_smaller_side_first()
     threads["evidence"] = "started in libopenblas64_p-r0-0cf96a72.3.23.dev.so"
     pools = {"intra_op": {"size": 2}, "inter_op": {"size": 2}}
     run = replace(run, threads=threads, manifest=Manifest.from_json({"pools": pools}))
-    found = library_pool_crowds_cores(run, replace(analysis, cpu=cpu))
-    assert [f.id for f in found] == ["library-pool-crowds-cores", "tf-pools-beside-library-pool"]
-    assert dict(found[0].setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
-    assert (found[1].setting.intra, found[1].setting.inter) == (1, 1)
-    # TF's threads waited 0.01 s, the library's 0.02: the library's pool held fewer cores
-    assert "favours TF's pools" in found[0].action
+    # the library's threads waited 0.02 s for the cores TF's held (0.01 s): TF's pools shrink
+    (tf_first,) = library_pool_crowds_cores(run, replace(analysis, cpu=cpu))
+    assert tf_first.id == "tf-pools-beside-library-pool"
+    assert (tf_first.setting.intra, tf_first.setting.inter) == (1, 1)
+    assert "Else OPENBLAS_NUM_THREADS=1" in tf_first.action
+    # TF's threads waited more: the library's variable at 1, TF's pools named as the other fix
+    (library,) = library_pool_crowds_cores(
+        run, replace(analysis, cpu=cpu.assign(wait_s=[0.01, 0.02]))
+    )
+    assert library.id == "library-pool-crowds-cores"
+    assert dict(library.setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
+    assert (library.setting.intra, library.setting.inter) == (None, None)
+    assert "Else one thread per TF pool" in library.action
+    # TF's pools at 1 already: only the library's variable is left to shrink
+    ones = Manifest.from_json({"pools": {"intra_op": {"size": 1}, "inter_op": {"size": 1}}})
+    (only,) = library_pool_crowds_cores(replace(run, manifest=ones), replace(analysis, cpu=cpu))
+    assert only.id == "library-pool-crowds-cores" and "Else" not in only.action
     assert library_variable("started in libgomp.so.1") == "OMP_NUM_THREADS"
     quiet = cpu.assign(wait_s=[0.001, 0.001])
     assert library_pool_crowds_cores(run, replace(analysis, cpu=quiet)) == []

@@ -205,7 +205,7 @@ def test_a_two_worker_job(tmp_path: Path):
 
 
 # TF's profiler stop itself crashes the delayed worker at its end in about 1 run of 6 (with
-# TF's profiler alone too; README "Many hosts"): the reruns of NEEDS_QUIET_CORES cover it.
+# TF's profiler alone too; docs/many-hosts.md): the reruns of NEEDS_QUIET_CORES cover it.
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
 def test_a_straggler_by_construction(tmp_path: Path):

@@ -16,6 +16,7 @@ import pandas as pd
 
 from tftrace.analysis.diff.manifest_diff import RunsNotComparable
 from tftrace.analysis.diff.result import RunDiff, records
+from tftrace.analysis.sweep.result import DAMAGED, inside
 from tftrace.tracer.safe_read import read_json_object_or_none
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting
 
@@ -100,15 +101,16 @@ def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
     base: tuple[str, Path] | None = None
     others: dict[str, Path] = {}
     for s in settings if isinstance(settings, list) else []:
-        if not isinstance(s, dict) or not isinstance(s.get("recorded_run") or "", str):
+        if not isinstance(s, dict) or not s.get("recorded_run"):
             continue
-        label = Setting.from_json(s).label()
-        if not s.get("recorded_run"):
-            continue
+        try:
+            label, run = Setting.from_json(s).label(), inside(path, s["recorded_run"])
+        except DAMAGED as e:
+            raise RunsNotComparable(f"{path}: sweep.json is damaged ({e})") from None
         if s.get("is_baseline"):
-            base = (label, path / s["recorded_run"])
+            base = (label, run)
         else:
-            others[label] = path / s["recorded_run"]
+            others[label] = run
     if base is None:
         raise RunsNotComparable(
             f"{path}: the sweep's baseline was not recorded, so there is nothing to compare "

@@ -209,11 +209,11 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
     Checked on the data (the OS sampler): the BLAS/OpenMP pool ran at least
     ``LIBRARY_CPU_SHARE`` of the core-time, and the threads of it and of TF's pools waited
     for a core at least ``LIBRARY_WAIT_PER_CPU`` of their CPU time (the kernel's counts; a
-    BLAS worker that spins between calls holds its core, and TF's threads wait). Two fixes,
-    each verified on its own: the library's variable at 1 (its work
-    runs on the calling thread), or TF's pools at one thread each (TF's ops give the cores
-    up); the data favours shrinking the side whose threads held the cores while the other's
-    waited (the more waiting is the other's), listed first.
+    BLAS worker that spins between calls holds its core, and TF's threads wait). Two fixes:
+    the library's variable at 1 (its work runs on the calling thread), or TF's pools at one
+    thread each (TF's ops give the cores up). The data chooses: the side whose threads held
+    the cores while the other's waited (the more waiting is the other's) is shrunk, and that
+    is the advice (the rule's id says which); the other fix is named in its action.
     """
     budget = _core_time(analysis)
     blas = cpu_row(analysis, Pool.BLAS_OPENMP)
@@ -246,48 +246,49 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
         "pools_wait_s": round(waited, 4),
         "wait_per_cpu_share": min(1.0, waited / (blas_s + tf_s)) if blas_s + tf_s else 0.0,
     }
-    # shrink the side whose threads held the cores the other's waited for
+    # shrink the side whose threads held the cores the other's waited for: one advice, the
+    # other fix named beside it (on 2 cores TF's pools at 1 ran no faster where the library's
+    # threads held the cores: docs/diagnosis.md)
     library_first = waited - blas_wait >= blas_wait
-    found = [
-        Finding(
-            "library-pool-crowds-cores",
-            Severity.HIGH if library_first else Severity.MEDIUM,
-            Pool.BLAS_OPENMP.value,
-            figures,
-            f"Set {variable}=1 before the process starts: the library's work then runs on the "
-            "calling thread, and TF's pools keep the cores"
-            + (
-                ""
-                if library_first
-                else " (the data favours TF's pools: the library's threads waited)"
+    shrinkable = intra > 1 or inter > 1
+    if library_first or not shrinkable:
+        why = (
+            "TF's threads waited for the cores it held"
+            if library_first
+            else "TF's pools are at one thread already"
+        )
+        other = (
+            " Else one thread per TF pool (TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1)."
+            if shrinkable
+            else ""
+        )
+        return [
+            Finding(
+                "library-pool-crowds-cores",
+                Severity.HIGH,
+                Pool.BLAS_OPENMP.value,
+                figures,
+                f"Set {variable}=1 before the process starts: the library's work then runs on "
+                f"the calling thread, and TF's pools keep the cores ({why}).{other}",
+                evidence,
+                setting=AdvisedSetting(None, None, Expect.NOT_SLOWER, env={variable: "1"}),
             )
-            + ".",
+        ]
+    return [
+        Finding(
+            "tf-pools-beside-library-pool",
+            Severity.HIGH,
+            None,
+            figures,
+            "Use one thread per TF pool (TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1): "
+            "TF's ops give the cores to the library's pool (its threads waited for the cores "
+            f"TF's held). Else {variable}=1.",
             evidence,
-            setting=AdvisedSetting(None, None, Expect.NOT_SLOWER, env={variable: "1"}),
+            setting=AdvisedSetting(
+                1 if intra > 1 else None, 1 if inter > 1 else None, Expect.NOT_SLOWER
+            ),
         )
     ]
-    if intra > 1 or inter > 1:
-        found.append(
-            Finding(
-                "tf-pools-beside-library-pool",
-                Severity.MEDIUM if library_first else Severity.HIGH,
-                None,
-                figures,
-                "Use one thread per TF pool (TF_NUM_INTRAOP_THREADS=1 "
-                "TF_NUM_INTEROP_THREADS=1): TF's ops give the cores to the library's pool"
-                + (
-                    " (the data favours the library's pool: TF's threads waited)"
-                    if library_first
-                    else ""
-                )
-                + ".",
-                evidence,
-                setting=AdvisedSetting(
-                    1 if intra > 1 else None, 1 if inter > 1 else None, Expect.NOT_SLOWER
-                ),
-            )
-        )
-    return found
 
 
 def tf_data_competes(run: Run, analysis: Analysis) -> list[Finding]:

@@ -305,9 +305,32 @@ class SweepDirError(TftraceError):
     """A directory that is not a readable sweep (one line for the user)."""
 
 
+# What a sweep.json of the wrong shape raises while it is read (someone else's directory).
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
 def load_sweep(path: Path) -> SweepResult:
     """A finished sweep again, from its directory: the runs are re-timed from their files
-    and the recorded runs re-analysed; the warnings are the ones the sweep gave."""
+    and the recorded runs re-analysed; the warnings are the ones the sweep gave. A damaged
+    sweep.json or run, or a run named outside the directory, is one ``SweepDirError``."""
+    try:
+        return _load_sweep(path)
+    except TftraceError:
+        raise
+    except DAMAGED as e:
+        raise SweepDirError(f"{path}: sweep.json is damaged ({type(e).__name__}: {e})") from None
+
+
+def inside(path: Path, name: object) -> Path:
+    """``path / name`` where ``name`` is a relative path that stays inside ``path``."""
+    if not isinstance(name, str) or not name or Path(name).is_absolute():
+        raise ValueError(f"a run's path must be relative to the sweep: {name!r}")
+    if ".." in Path(name).parts:
+        raise ValueError(f"a run's path leaves the sweep: {name!r}")
+    return path / name
+
+
+def _load_sweep(path: Path) -> SweepResult:
     data = rundir.read_json_or_none(path / SWEEP_FILE)
     if data is None or data.get("kind") != SWEEP_KIND:
         raise SweepDirError(f"{path}: not a sweep directory (no readable sweep.json)")
@@ -317,12 +340,12 @@ def load_sweep(path: Path) -> SweepResult:
         setting = Setting.from_json(r)
         copies = r.get("copies")
         if copies is None:
-            groups.append([_timed(path / r["path"], setting, r["round"], r["wall_s"], r)])
+            groups.append([_timed(inside(path, r["path"]), setting, r["round"], r["wall_s"], r)])
             continue
         groups.append(
             [
                 replace(
-                    _timed(path / c["path"], setting, r["round"], r["wall_s"], {}),
+                    _timed(inside(path, c["path"]), setting, r["round"], r["wall_s"], {}),
                     copy=c["copy"],
                     cpus=tuple(c.get("cpus") or ()),
                 )
@@ -353,7 +376,9 @@ def load_sweep(path: Path) -> SweepResult:
     result.warnings[:] = list(data.get("warnings") or [])
     for s in data["settings"]:
         if s.get("recorded_run"):
-            result.recorded[Setting.from_json(s).key()] = recorded_view(path / s["recorded_run"])
+            result.recorded[Setting.from_json(s).key()] = recorded_view(
+                inside(path, s["recorded_run"])
+            )
     return replace(result, output=path, options=options, created=data.get("created"))
 
 
