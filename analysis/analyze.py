@@ -25,7 +25,7 @@ from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurren
 from tftrace.analysis.metrics.contention import Contention, contention_of
 from tftrace.analysis.metrics.core_use import CoreUse, core_use
 from tftrace.analysis.metrics.cpu_time import pool_cpu
-from tftrace.analysis.metrics.ops import top_op_types
+from tftrace.analysis.metrics.ops import TOP_OP_TYPES, top_op_types
 from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTime, python_time
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.requests import Requests, measure_requests
@@ -193,7 +193,8 @@ def measure(
     stage(ANALYZE_STAGES[2])
     delays, cpu = queue_delay_stats(run, span), pool_cpu(run, span)
     stage(ANALYZE_STAGES[3])
-    ops = top_op_types(run, window=span)
+    op_types = top_op_types(run, limit=None, window=span)  # every type: small ops weigh them all
+    ops = op_types.head(TOP_OP_TYPES)
     stage(ANALYZE_STAGES[4])
     wall = breakdown(run, span)
     held = contention_of(run, span)
@@ -211,7 +212,13 @@ def measure(
         window_basis=basis,
         warmup=measure_warmup(run, steps, spec.warmup_steps),
         core_use=core_use(
-            run, span, concurrency, len(in_window.table), cpus_given=cpus is not None, held=held
+            run,
+            span,
+            concurrency,
+            len(in_window.table),
+            cpus_given=cpus is not None,
+            held=held,
+            op_types=op_types,
         ),
         not_checked=not_checked(run),
         requests=requests,

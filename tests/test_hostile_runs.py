@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -343,15 +342,23 @@ def check_untouched(tmp_path: Path, before: dict[str, tuple[int, int]]) -> None:
     assert snapshot(tmp_path, skip) == before, "a file outside the runs and outputs changed"
 
 
-@pytest.mark.parametrize("case", sorted(NAMED))
-def test_every_command_survives(case: str, place: Any, tmp_path: Path) -> None:
-    run, out = place(case)
-    NAMED[case](run)
-    before = snapshot(tmp_path, {run, out})
-    wanted = commands(run, out)
-    with ThreadPoolExecutor(2) as pool:
-        ended = dict(zip(wanted, pool.map(run_command, wanted.values()), strict=True))
-    found = [p for name, result in ended.items() for p in problems(name, *result)]
+def test_every_command_survives_every_named_case(place: Any, tmp_path: Path) -> None:
+    """Each named case, every command on it, through ``tftrace.cli.main`` in two driver
+    processes (a process per command would spend most of the test starting Python)."""
+    jobs: list[list[str]] = []
+    names: list[str] = []
+    for case in sorted(NAMED):
+        run, out = place(case)
+        NAMED[case](run)
+        for command, args in commands(run, out).items():
+            jobs.append([str(a) for a in args])
+            names.append(f"{case} {command}")
+    before = snapshot(tmp_path, set((tmp_path / "cases").glob("*/*")))
+    results = run_in_drivers(jobs, tmp_path)
+    assert len(results) == len(jobs) == len(NAMED) * len(commands(tmp_path, tmp_path))
+    found = [
+        p for name, result in zip(names, results, strict=True) for p in problems(name, *result)
+    ]
     assert not found, "\n".join(found)
     check_untouched(tmp_path, before)
 

@@ -173,7 +173,8 @@ def test_commands_on_copies(copies: Path, tmp_path: Path):
         ["report", "{copies}", "--window", "nonsense"],
         ["export", "{copies}", "--format", "chrome", "--window", "nonsense"],
         ["diff", "{copies}", "{copies}", "--window", "nonsense"],
-        ["report", "{copies}", "--cpus", "2"],
+        ["report", "{copies}", "--session", "s"],
+        ["analyze", "{copies}", "--session", "s"],
     ],
 )
 def test_bad_input_is_one_line(args: list[str], tmp_path: Path, copies: Path):

@@ -9,9 +9,7 @@ recorded, and the block runs on.
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -27,11 +25,13 @@ from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_pytho
 from .child.thread_libraries import ThreadLibraries
 from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
+from .helper_configs import AttachConfig
+from .helper_process import ask, end_helper, launch_helper
 from .options import DEFAULT_RUNS_DIR, RecordOptions, Target
+from .record_sources import chosen, disabled
 from .run_end import finish_manifest
-from .sources import SourceState, SourceStatus
+from .sources import SourceState, SourceStatus, states_from_json, unavailable
 
-HELPER_TIMEOUT_S = 60.0
 _active: list[Profile] = []  # the recording in progress (TF allows one profiler at a time)
 _active_lock = threading.Lock()
 
@@ -195,85 +195,48 @@ def _start(profile: Profile) -> _Parts | None:
 def _start_helper(
     run: rundir.RunDir, options: RecordOptions, statuses: dict[str, SourceStatus]
 ) -> subprocess.Popen[str] | None:
-    if not (options.sampler or options.pyspy):
+    if not any(chosen(options).values()):
         return None
-    config = {
-        "run_dir": str(run.path.resolve()),
-        "pid": os.getpid(),
-        "sampler": options.sampler,
-        "sample_hz": options.sample_hz,
-        "machine_hz": options.machine_hz,
-        "pyspy": options.pyspy,
-        "pyspy_rate": options.pyspy_rate,
-        "pyspy_native": options.pyspy_native,
-        "pyspy_blocking": options.pyspy_blocking,
-        "pyspy_path": options.pyspy_path,
-    }
-    config_path = run / rundir.ATTACH_CONFIG
-    rundir.write_json_atomic(config_path, config)
+    config = AttachConfig.of(run.path, os.getpid(), options)
     try:
-        helper = subprocess.Popen(
-            [sys.executable, "-m", "tftrace.tracer.attach", str(config_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # a Ctrl-C in the notebook is for the user's code
-        )
+        helper = launch_helper(config, run / rundir.ATTACH_CONFIG)
     except OSError as e:
         _helper_failed(options, statuses, str(e))
         return None
     allow_tracer(helper.pid)
-    answer = _ask(helper, "start")
-    if answer != "started":
+    answer = ask(helper, "start")
+    said, _, not_started = answer.partition(" ")
+    if said != "started":
         _helper_failed(options, statuses, answer or "no answer")
-        _end_helper(helper)
+        end_helper(helper)
         return None
+    for line in unavailable(states_from_json(not_started) or {}):
+        warn(line)
     return helper
 
 
 def _helper_failed(options: RecordOptions, statuses: dict[str, SourceStatus], reason: str) -> None:
     warn(f"the sampler and py-spy did not start ({reason})")
-    for name, wanted in (("os_sampler", options.sampler), ("pyspy", options.pyspy)):
-        if wanted:
-            statuses[name] = SourceStatus(SourceState.FAILED, f"helper process: {reason}")
+    _without_helper(options, statuses, f"helper process: {reason}")
 
 
-def _ask(helper: subprocess.Popen[str], line: str) -> str:
-    """Write a line to the helper, read its answer (empty when it died or took too long)."""
-    assert helper.stdin is not None and helper.stdout is not None
-    try:
-        helper.stdin.write(line + "\n")
-        helper.stdin.flush()
-    except OSError:
-        return ""
-    # A helper that hangs must not hang the user's program; it writes whole lines.
-    readable, _, _ = select.select([helper.stdout], [], [], HELPER_TIMEOUT_S)
-    return helper.stdout.readline().strip() if readable else ""
+def _without_helper(options: RecordOptions, statuses: dict[str, SourceStatus], reason: str) -> None:
+    """Each source the helper should have run and did not report: failed, for ``reason``."""
+    for name, wanted in chosen(options).items():
+        if wanted and name not in statuses:
+            statuses[name] = SourceStatus(SourceState.FAILED, reason)
 
 
-def _end_helper(helper: subprocess.Popen[str]) -> None:
-    for stream in (helper.stdin, helper.stdout):
-        if stream is not None:
-            stream.close()
-    try:
-        helper.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        helper.kill()
-        helper.wait()
-
-
-def _stop_helper(parts: _Parts) -> None:
+def _stop_helper(parts: _Parts, options: RecordOptions) -> None:
     if parts.helper is None:
         return
-    answer = _ask(parts.helper, "stop")
-    _end_helper(parts.helper)
-    try:
-        statuses = json.loads(answer)
-    except ValueError:
+    answer = ask(parts.helper, "stop")
+    end_helper(parts.helper)
+    states = states_from_json(answer)
+    if states is None:
         warn("the sampler and py-spy helper ended without reporting")
-        return
-    for name, status in statuses.items():
-        parts.statuses[name] = SourceStatus.from_json(status)
+    parts.statuses.update(states or {})
+    _without_helper(options, parts.statuses, "the helper process ended without reporting")
 
 
 def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[str, Any]:
@@ -287,7 +250,7 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
         parts.watcher.stop()
         parts.unhook()
         rundir.write_json_atomic(run / rundir.IDENTITY, parts.identity.to_json())
-    _stop_helper(parts)
+    _stop_helper(parts, profile.options)
     parts.libraries.take("end of recording")
     parts.libraries.write(run.path)
     describe_tf(report)
@@ -299,9 +262,7 @@ def _finish(profile: Profile, parts: _Parts, exc: BaseException | None) -> dict[
     rundir.write_json_atomic(run / rundir.WORKLOAD_REPORT, report)
     if profile.recorded_steps is not None:
         parts.data["recording"]["recorded_steps"] = list(profile.recorded_steps)
-    for name, wanted in (("os_sampler", profile.options.sampler), ("pyspy", profile.options.pyspy)):
-        if not wanted:
-            parts.statuses[name] = SourceStatus(SourceState.DISABLED, "disabled by option")
+    parts.statuses.update(disabled(profile.options))
     return finish_manifest(
         parts.data, run, profile.options, parts.env, report, report["exit_code"], parts.statuses
     )

@@ -74,6 +74,7 @@ class _ThreadFiles:
 
 class OsThreadSampler:
     name = "os_sampler"
+    attaches = False  # reads /proc: needs no permission from the process
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ process for each sample and can slow it several-fold.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -34,6 +35,7 @@ def find_pyspy() -> str | None:
 
 class PySpySource:
     name = "pyspy"
+    attaches = True  # ptrace: once the workload has named its tracer (Yama)
 
     def __init__(
         self,
@@ -50,6 +52,7 @@ class PySpySource:
         self.native = native
         self.blocking = blocking
         self.executable = executable if executable is not None else find_pyspy()
+        self._pid = 0  # the workload's
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._anchor: dict[str, int] | None = None
@@ -85,32 +88,41 @@ class PySpySource:
         return cmd
 
     def start(self, pid: int) -> None:
+        self._pid = pid
         self._log = open_new(self.log_path)  # closed in stop()
         self._anchor = clock_anchor()
-        self._proc = subprocess.Popen(
-            self.command(pid),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            # Non-blocking samples race with the interpreter and ~10 % fail; with RUST_BACKTRACE
-            # set (as developers often have it) each failure would also unwind py-spy's stack
-            # to build a backtrace nobody reads. Panics still get theirs.
-            env={**os.environ, "RUST_LIB_BACKTRACE": "0"},
-        )
+        try:
+            self._proc = subprocess.Popen(
+                self.command(pid),
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                # Non-blocking samples race with the interpreter and ~10 % fail; with
+                # RUST_BACKTRACE set (as developers often have it) each failure would also
+                # unwind py-spy's stack to build a backtrace nobody reads. Panics still get
+                # theirs.
+                env={**os.environ, "RUST_LIB_BACKTRACE": "0"},
+            )
+        except OSError:
+            self._log.close()
+            raise
         self._policy = policy_name(self._proc.pid)
 
     def stop(self, timeout_s: float = 30.0) -> SourceStatus:
-        """Called after the workload exited: py-spy notices, writes its trace and ends."""
+        """py-spy writes its trace as it ends: by itself once the workload has exited (a
+        launched workload), on SIGINT while the workload runs on (a block recorded in code)."""
         proc = self._proc
         if proc is None:
             return SourceStatus(SourceState.FAILED, "py-spy was never started")
+        if _runs(self._pid):
+            _signal(proc, signal.SIGINT)
         cpu_s = _reap(proc, timeout_s)
         if cpu_s is None:
-            proc.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+            _signal(proc, signal.SIGINT)  # py-spy writes what it has on SIGINT
             cpu_s = _reap(proc, 10)
         if cpu_s is None:
-            proc.kill()
+            _signal(proc, signal.SIGKILL)
             cpu_s = _reap(proc, 10)
         if self._log is not None:
             self._log.close()
@@ -130,9 +142,24 @@ class PySpySource:
             return SourceStatus(SourceState.RECORDED, None, details)
         return SourceStatus(SourceState.FAILED, _failure_reason(log, proc.returncode), details)
 
-    def terminate(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGINT)
+
+def _runs(pid: int) -> bool:
+    """Whether process ``pid`` exists (a launched workload is reaped before the sources
+    stop, so its pid is gone by then)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal py-spy by its pid: ``Popen.send_signal`` would poll, and could reap it before
+    ``_reap`` reads its CPU time. Until reaped, the pid stays py-spy's."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, sig)
 
 
 def _reap(proc: subprocess.Popen[bytes], timeout_s: float) -> float | None:

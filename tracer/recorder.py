@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,10 @@ from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
 from .manifest_reader import Manifest
 from .options import DEFAULT_RUNS_DIR, RecordOptions
-from .os_sampler import OsThreadSampler
-from .priority import yielding_to_the_workload
-from .pyspy import PySpySource
+from .record_sources import build, disabled
 from .run_end import finish_manifest
 from .rundir import RunDir
-from .sources import SourceState, SourceStatus
+from .sources import running, unavailable
 from .step_range import window_problem
 from .tee import Tee
 
@@ -156,57 +155,45 @@ def record(options: RecordOptions) -> RecordResult:
     data = manifest.initial(options, run, env, start_anchor)
     rundir.write_json_atomic(run / rundir.MANIFEST, data)
 
-    sampler = OsThreadSampler(
-        run / rundir.OS_SAMPLES_DIR, options.sample_hz, machine_hz=options.machine_hz
-    )
-    pyspy = PySpySource(
-        run / rundir.PYSPY_TRACE,
-        run / rundir.PYSPY_LOG,
-        options.pyspy_rate,
-        options.pyspy_native,
-        options.pyspy_blocking,
-        executable=options.pyspy_path,
-    )
-    statuses: dict[str, SourceStatus] = {}
-    use_sampler = _wanted(options.sampler, sampler, statuses)
-    use_pyspy = _wanted(options.pyspy, pyspy, statuses)
+    statuses = disabled(options)
+    sources = build(run, options)
 
     ready_r, ready_w = os.pipe()
     rundir.write_json_atomic(run / rundir.CHILD_CONFIG, _child_config(run, options, ready_w))
 
     interrupts = _Interrupts()
     interrupts.install()
-    try:
-        proc = _launch_workload(run, env, ready_w, options.cpu_affinity)
-        os.close(ready_w)
-        interrupts.proc = proc
-        if interrupts.signum is not None:  # a signal arrived before the child existed
-            proc.send_signal(signal.SIGINT)
-        assert proc.stdout is not None and proc.stderr is not None
-        tees = [
-            Tee(proc.stdout, sys.stdout.buffer if options.echo else None, run / rundir.STDOUT_LOG),
-            Tee(proc.stderr, sys.stderr.buffer if options.echo else None, run / rundir.STDERR_LOG),
-        ]
-        for tee in tees:
-            tee.start()
-        if use_sampler:
-            with yielding_to_the_workload():
-                sampler.start(proc.pid)
-        ready = _wait_ready(ready_r, proc)
-        if use_pyspy:
-            with yielding_to_the_workload():
-                use_pyspy = _start_pyspy(pyspy, proc.pid, ready, statuses)
-        returncode = _wait(proc, interrupts, options.stop_grace_s)
-        for tee in tees:
-            tee.join()
-    finally:
-        interrupts.restore()
-        os.close(ready_r)
-
-    if use_pyspy:
-        statuses[pyspy.name] = pyspy.stop()
-    if use_sampler:
-        statuses[sampler.name] = sampler.stop()
+    # The sources stop as this block ends: after the signal handlers are restored (a Ctrl-C
+    # while py-spy writes its trace is not the workload's).
+    with ExitStack() as sources_run:
+        try:
+            proc = _launch_workload(run, env, ready_w, options.cpu_affinity)
+            os.close(ready_w)
+            interrupts.proc = proc
+            if interrupts.signum is not None:  # a signal arrived before the child existed
+                proc.send_signal(signal.SIGINT)
+            assert proc.stdout is not None and proc.stderr is not None
+            out = sys.stdout.buffer if options.echo else None
+            err = sys.stderr.buffer if options.echo else None
+            tees = [
+                Tee(proc.stdout, out, run / rundir.STDOUT_LOG),
+                Tee(proc.stderr, err, run / rundir.STDERR_LOG),
+            ]
+            for tee in tees:
+                tee.start()
+            # py-spy attaches once the workload has named us its tracer, as it says "ready".
+            states = sources_run.enter_context(
+                running(sources, proc.pid, allowed=lambda: _wait_ready(ready_r, proc))
+            )
+            for line in unavailable(states):
+                print(f"tftrace: warning: {line}", file=sys.stderr)
+            returncode = _wait(proc, interrupts, options.stop_grace_s)
+            for tee in tees:
+                tee.join()
+        finally:
+            interrupts.restore()
+            os.close(ready_r)
+    statuses.update(states)
     report = rundir.read_json_or_none(run / rundir.WORKLOAD_REPORT)
     if report is not None and report.get("setup_error") and _nothing_recorded(run):
         shutil.rmtree(run.path, ignore_errors=True)
@@ -261,33 +248,6 @@ def _launch_workload(
     finally:
         if own is not None:
             os.sched_setaffinity(0, own)
-
-
-def _start_pyspy(
-    pyspy: PySpySource, pid: int, ready: bool, statuses: dict[str, SourceStatus]
-) -> bool:
-    if not ready:
-        reason = "the workload ended before py-spy could attach"
-        statuses[pyspy.name] = SourceStatus(SourceState.FAILED, reason)
-        return False
-    try:
-        pyspy.start(pid)
-    except OSError as e:
-        statuses[pyspy.name] = SourceStatus(SourceState.FAILED, f"py-spy did not start: {e}")
-        return False
-    return True
-
-
-def _wanted(enabled: bool, source: Any, statuses: dict[str, SourceStatus]) -> bool:
-    if not enabled:
-        statuses[source.name] = SourceStatus(SourceState.DISABLED, "disabled by option")
-        return False
-    problem = source.availability()
-    if problem is not None:
-        print(f"tftrace: warning: {source.name} unavailable: {problem}", file=sys.stderr)
-        statuses[source.name] = SourceStatus(SourceState.UNAVAILABLE, problem)
-        return False
-    return True
 
 
 def _wait_ready(fd: int, proc: subprocess.Popen[bytes]) -> bool:

@@ -13,7 +13,6 @@ program: one line on stderr says what does not run.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -28,9 +27,10 @@ from typing import Any
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 from .cluster_task import TaskError, task_of
 from .environment import clock_anchor
-from .in_process import HELPER_TIMEOUT_S, warn
+from .helper_configs import ServeHelperConfig
+from .helper_process import answer, end_helper, launch_helper
+from .in_process import warn
 from .options import DEFAULT_SAMPLE_HZ
-from .safe_files import write_text_atomic
 from .sample_buffer import DEFAULT_KEEP_S
 from .serve_access import DEFAULT_HOST, TOKEN_ENV
 
@@ -232,36 +232,19 @@ def _start_identity(server: Server) -> None:
 
 
 def _start_sampler(server: Server) -> None:
-    import select
-
     root = Path(tempfile.mkdtemp(prefix=f"tftrace-serve-{os.getpid()}-"))
-    config = root / "config.json"
-    write_text_atomic(
-        config,
-        json.dumps(
-            {"dir": str(root), "pid": os.getpid(), "hz": server.sample_hz, "keep_s": server.keep_s}
-        ),
-    )
+    config = ServeHelperConfig(str(root), os.getpid(), server.sample_hz, server.keep_s)
     try:
-        helper = subprocess.Popen(
-            [sys.executable, "-m", "tftrace.tracer.serve_helper", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # a Ctrl-C in the terminal is for the program
-        )
+        helper = launch_helper(config, root / "config.json")
     except OSError as e:
         shutil.rmtree(root, ignore_errors=True)
         server.sampler = f"helper process: {e}"
     else:
-        assert helper.stdout is not None
-        ready, _, _ = select.select([helper.stdout], [], [], HELPER_TIMEOUT_S)
-        answer = helper.stdout.readline().strip() if ready else "no answer"
-        if answer == "started":
+        said = answer(helper)
+        if said == "started":
             server.helper, server.buffer, server.sampler = helper, root, "running"
             return
-        helper.kill()
-        helper.wait()
+        end_helper(helper)
         shutil.rmtree(root, ignore_errors=True)
-        server.sampler = f"helper process: {answer or 'ended'}"
+        server.sampler = f"helper process: {said or 'no answer'}"
     warn(f"tftrace.serve: the OS sampler is not running ({server.sampler})")

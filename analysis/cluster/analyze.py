@@ -12,10 +12,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ from tftrace.analysis.cluster.cross import (
 )
 from tftrace.analysis.cluster.findings import missing_findings, straggler_finding
 from tftrace.analysis.cluster.host import HostSummary, summarize_host
-from tftrace.analysis.cluster.layout import find_hosts
+from tftrace.analysis.cluster.layout import Layout, find_hosts
 from tftrace.analysis.diff.result import records
 from tftrace.analysis.findings.finding import Finding
 
@@ -118,6 +119,7 @@ def analyze_cluster(
     executor: Executor | None = None,
     window: str = "steady",
     warmup_steps: int = 1,
+    cpus: int | None = None,
 ) -> ClusterAnalysis:
     """Analyse every host of a multi-host directory in parallel, then across hosts.
 
@@ -127,7 +129,7 @@ def analyze_cluster(
         executor: where the hosts are analysed: any ``concurrent.futures.Executor`` (a Dask
             client's ``get_executor()``); default a process pool, one process per host up
             to the CPUs.
-        window, warmup_steps: each host's window, as for ``tftrace.analyze``.
+        window, warmup_steps, cpus: each host's, as for ``tftrace.analyze``.
 
     Returns:
         A ``ClusterAnalysis``.
@@ -145,18 +147,29 @@ def analyze_cluster(
 
     parse_window(window, warmup_steps)  # a bad window: one error, not one per host
     layout = find_hosts(path)
-    own = executor is None
+    hosts = on_each_host(layout, summarize_host, (window, warmup_steps, cpus), executor)
+    return cross_host(layout.path, hosts, layout.missing)
+
+
+T = TypeVar("T")
+
+
+def on_each_host(
+    layout: Layout,
+    job: Callable[..., T],
+    args: tuple[Any, ...],
+    executor: Executor | None = None,
+) -> list[T]:
+    """``job(host's name, host's path, *args)`` for every host of ``layout``, in parallel on
+    ``executor`` (default: ``default_executor``, shut down after); the results in the hosts'
+    order. ``job`` must be a module-level function: a worker process imports it by name."""
     pool = default_executor(len(layout.hosts)) if executor is None else executor
     try:
-        futures = [
-            pool.submit(summarize_host, h.name, str(h.path), window, warmup_steps)
-            for h in layout.hosts
-        ]
-        hosts = [f.result() for f in futures]
+        futures = [pool.submit(job, h.name, str(h.path), *args) for h in layout.hosts]
+        return [f.result() for f in futures]
     finally:
-        if own:
+        if executor is None:
             pool.shutdown()
-    return cross_host(layout.path, hosts, layout.missing)
 
 
 def cross_host(path: Path, hosts: list[HostSummary], missing: tuple[str, ...]) -> ClusterAnalysis:

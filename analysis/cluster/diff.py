@@ -161,7 +161,8 @@ def diff_clusters(
         a, b: each a multi-host directory (``tftrace record -o DIR/{task}``) or its
             ``ClusterAnalysis`` (``tftrace.analyze_cluster``). A is the baseline: a speedup
             above 1 means B is faster.
-        window, warmup_steps, cpus: each host's window, as for ``tftrace.diff``.
+        window, warmup_steps, cpus: each host's, as for ``tftrace.diff``: in its diff and
+            in its side's cross-host view alike.
         executor: where each side's hosts are analysed for the cross-host view (as for
             ``tftrace.analyze_cluster``; default a process pool).
 
@@ -190,7 +191,9 @@ def diff_clusters(
     sides = [
         c
         if isinstance(c, ClusterAnalysis)
-        else analyze_cluster(c, executor=executor, window=window, warmup_steps=warmup_steps)
+        else analyze_cluster(
+            c, executor=executor, window=window, warmup_steps=warmup_steps, cpus=cpus
+        )
         for c in (a, b)
     ]
     ca, cb = sides

@@ -213,15 +213,68 @@ def write_cluster_trace(
     return count, _write(data, out), hosts
 
 
-def write_cluster_tables(path: Path | str, out: Path, fmt: str) -> list[tuple[str, Path, int]]:
-    """Each host's tables (``analysis/export/tables.py``) in a directory of its own,
-    ``out/<host's directory name>/``: (host, directory, files written) per host."""
+def write_cluster_tables(
+    path: Path | str, out: Path, fmt: str, window: str = "steady", warmup_steps: int = 1
+) -> list[tuple[str, Path, int]]:
+    """Each host's tables (``analysis/export/tables.py``; a server's requests of the window
+    too, as for one run) in a directory of its own, ``out/<host's directory name>/``:
+    (host, directory, files written) per host."""
+    from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.tables import write_tables
     from tftrace.analysis.model.run import load
 
     written = []
     for host in find_hosts(path).hosts:
         directory = out / host.path.name
-        paths = write_tables(load(host.path), directory, fmt)
+        run = load(host.path)
+        try:
+            server = window_requests(run, window, warmup_steps)
+        except TftraceError as e:
+            raise ClusterExportError(f"{host.name}: {e}") from None
+        paths = write_tables(run, directory, fmt, server)
         written.append((host.name, directory, len(paths)))
     return written
+
+
+@dataclass(frozen=True)
+class ClusterExported:
+    """What ``export_cluster`` wrote: ``path`` (the trace, or the directory holding each
+    host's tables); for a trace its ``events``, ``size`` (bytes) and ``hosts`` (each one's
+    place, or why it is left out); for tables ``tables``: (host, its directory, files)."""
+
+    path: Path
+    fmt: str
+    events: int = 0
+    size: int = 0
+    hosts: tuple[ExportedHost, ...] = ()
+    tables: tuple[tuple[str, Path, int], ...] = ()
+
+
+def export_cluster(
+    path: Path | str,
+    fmt: str,
+    output: Path | None = None,
+    *,
+    window: str = "steady",
+    warmup_steps: int = 1,
+) -> ClusterExported:
+    """Export a directory of hosts as ``fmt`` at ``output`` (default, as for one run,
+    ``DIR/export/<DEFAULT_NAMES[fmt]>``): one trace with a process group per host, or each
+    host's tables in ``output/<host>/``. ``window``: as for one run, in every host."""
+    from tftrace.analysis.export.output import (
+        TRACE_FORMATS,
+        cannot_write,
+        check_folder,
+        check_output,
+        output_path,
+    )
+
+    out = output_path(Path(path), fmt, output)
+    check_output(out, fmt)
+    with cannot_write(out):
+        check_folder(out, fmt, Path(path) if output is None else None, create=True)
+        if fmt in TRACE_FORMATS:
+            events, size, hosts = write_cluster_trace(path, out, window, warmup_steps)
+            return ClusterExported(out, fmt, events, size, tuple(hosts))
+        tables = write_cluster_tables(path, out, fmt, window, warmup_steps)
+        return ClusterExported(out, fmt, tables=tuple(tables))

@@ -135,47 +135,78 @@ def _exception(exc: Any) -> str | None:
 
 
 def summarize_host(
-    name: str, path: str, window: str = "steady", warmup_steps: int = 1
+    name: str,
+    path: str,
+    window: str = "steady",
+    warmup_steps: int = 1,
+    cpus: int | None = None,
 ) -> HostSummary:
     """Load and analyse one host's run (in whatever process the executor runs this) and
-    reduce it to a ``HostSummary``; a host that cannot be analysed gets its ``error``."""
+    reduce it to a ``HostSummary``; a host that cannot be analysed gets its ``error``.
+    ``window``, ``warmup_steps``, ``cpus``: as ``tftrace.analyze`` takes them."""
     from tftrace.analysis.analyze import analyze
     from tftrace.analysis.model.run import load
-    from tftrace.analysis.render.core_use_text import headline
-    from tftrace.errors import TftraceError
 
     base: dict[str, Any] = {"name": name, "path": path}
     try:
         run = load(Path(path))
-        m = run.manifest
-        base.update(
-            hostname=m.host.hostname,
-            status=m.status,
-            returncode=m.workload.returncode,
-            usable_cpus=m.usable_cpus,
-            pool_sizes={p: m.pool(p).size for p in ("inter_op", "intra_op")},
-            exception=_exception(m.workload.exception),
-            clock_sync=dict((m.raw.get("clock") or {}).get("sync") or {}),
-        )
-        if run.xplane is None or run.events.empty:
-            lacks = "; ".join(run.missing) or "no trace events"
+        base.update(host_facts(run))
+        lacks = missing_trace(run)
+        if lacks is not None:
             return HostSummary(**base, error=f"no trace to analyse ({lacks})")
-        analysis = analyze(run, window=window, warmup_steps=warmup_steps)
-        steps, count = host_steps(analysis)
-        return HostSummary(
-            **base,
-            window=analysis.window_basis,
-            headline=tuple(headline(analysis.core_use)) if analysis.core_use else (),
-            steps=steps,
-            pools=analysis.pools.copy(),
-            cpu=analysis.cpu.copy(),
-            findings=tuple(f.to_json() for f in analysis.findings),
-            collective_ops=count,
-        )
-    except TftraceError as e:
+        return summary_of(base, analyze(run, window=window, warmup_steps=warmup_steps, cpus=cpus))
+    except Exception as e:
+        return failed(base, e)
+
+
+def host_facts(run: Any) -> dict[str, Any]:
+    """What a host's manifest says of it, as ``HostSummary`` fields."""
+    m = run.manifest
+    return {
+        "hostname": m.host.hostname,
+        "status": m.status,
+        "returncode": m.workload.returncode,
+        "usable_cpus": m.usable_cpus,
+        "pool_sizes": {p: m.pool(p).size for p in ("inter_op", "intra_op")},
+        "exception": _exception(m.workload.exception),
+        "clock_sync": dict((m.raw.get("clock") or {}).get("sync") or {}),
+    }
+
+
+def missing_trace(run: Any) -> str | None:
+    """Why a host's run has no trace to analyse (what its sources lack), or None."""
+    if run.xplane is None or run.events.empty:
+        return "; ".join(run.missing) or "no trace events"
+    return None
+
+
+def summary_of(base: dict[str, Any], analysis: Any) -> HostSummary:
+    """The summary of a host analysed (``base``: ``name``, ``path`` and ``host_facts``)."""
+    from tftrace.analysis.render.core_use_text import headline
+
+    steps, count = host_steps(analysis)
+    # cpus given to the analysis replace the recorded count there, so here too
+    cpus = analysis.run.manifest.usable_cpus
+    return HostSummary(
+        **{**base, "usable_cpus": cpus},
+        window=analysis.window_basis,
+        headline=tuple(headline(analysis.core_use)) if analysis.core_use else (),
+        steps=steps,
+        pools=analysis.pools.copy(),
+        cpu=analysis.cpu.copy(),
+        findings=tuple(f.to_json() for f in analysis.findings),
+        collective_ops=count,
+    )
+
+
+def failed(base: dict[str, Any], e: Exception) -> HostSummary:
+    """A host that could not be analysed: its ``error`` says why in one line (for a bug,
+    where: one host's bad data must not lose the others)."""
+    from tftrace.errors import TftraceError
+
+    if isinstance(e, TftraceError):
         return HostSummary(**base, error=str(e))
-    except Exception as e:  # one host's bad data must not lose the others
-        where = traceback.extract_tb(e.__traceback__)[-1]
-        return HostSummary(
-            **base, error=f"{type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
-        )
+    where = traceback.extract_tb(e.__traceback__)[-1]
+    return HostSummary(
+        **base, error=f"{type(e).__name__}: {e} ({Path(where.filename).name}:{where.lineno})"
+    )

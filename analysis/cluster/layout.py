@@ -1,4 +1,5 @@
-"""Which hosts a multi-host directory holds, and which of the job's tasks it lacks.
+"""What a path given to a command holds (``kind_of``: one run, a sweep or a directory of hosts),
+which hosts a multi-host directory holds, and which of the job's tasks it lacks.
 
 A multi-host directory holds one run directory per host, as ``tftrace record -o DIR/{task}``
 under a job's launcher or ``tftrace capture`` write them: ``DIR/worker-0/manifest.json``, ...
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tftrace.errors import TftraceError
 from tftrace.tracer.cluster_task import task_names
@@ -48,12 +50,27 @@ def _manifest(path: Path) -> Manifest | None:
     return Manifest.from_json(data)
 
 
-def is_cluster_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is not a run itself but holds at least one run directory."""
+PathKind = Literal["run", "sweep", "hosts"]
+
+
+def kind_of(path: str | os.PathLike[str]) -> PathKind:
+    """What ``path`` holds, decided here for every command: ``"sweep"`` (a sweep directory: it
+    holds sweep.json, whose reader says if it is damaged), ``"hosts"`` (a directory of hosts:
+    no run itself, but it holds run directories) or ``"run"`` (anything else: a run
+    directory, a TensorBoard log directory, a bare .xplane.pb, a path loading will refuse)."""
+    from tftrace.tracer.sweep import SWEEP_FILE  # here: the recorder it imports is not light
+
     path = Path(path)
     if not path.is_dir() or (path / MANIFEST).exists():
-        return False
-    return any(_manifest(p) is not None for p in path.iterdir() if p.is_dir())
+        return "run"
+    if (path / SWEEP_FILE).exists():
+        return "sweep"
+    return "hosts" if any(_manifest(p) is not None for p in path.iterdir() if p.is_dir()) else "run"
+
+
+def is_cluster_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is not a run itself but holds at least one run directory."""
+    return kind_of(path) == "hosts"
 
 
 def find_hosts(path: str | os.PathLike[str]) -> Layout:

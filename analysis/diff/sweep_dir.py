@@ -32,12 +32,6 @@ SUMMARY_COLUMNS = (
 )
 
 
-def is_sweep_dir(path: Path) -> bool:
-    """Whether ``path`` is a sweep directory (it holds a sweep.json of a sweep)."""
-    data = read_json_object_or_none(Path(path) / SWEEP_FILE)  # a regular file only
-    return data is not None and data.get("kind") == SWEEP_KIND
-
-
 @dataclass(frozen=True)
 class SweepDiff:
     """Each recorded setting of a sweep against its recorded baseline: ``diffs`` maps the
@@ -95,7 +89,7 @@ def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
     of a sweep directory; ``RunsNotComparable`` where there is nothing to compare."""
     path = Path(path)
     data = read_json_object_or_none(path / SWEEP_FILE)
-    if data is None:
+    if data is None or data.get("kind") != SWEEP_KIND:
         raise RunsNotComparable(f"{path}: not a sweep directory (no readable sweep.json)")
     settings = data.get("settings")
     base: tuple[str, Path] | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
+from tftrace.analysis.findings.pool_rules import SMALL_OPS_ACTION
 from tftrace.analysis.metrics.core_use import HELD_ELSEWHERE, LABELS, CoreUse
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
@@ -64,10 +65,7 @@ def _action(cause: str | None, use: CoreUse, run: Run) -> str:
             "quota finding says how), or raise the quota."
         )
     if cause == "too_small":
-        return (
-            "Give each op more work (larger batches), or fewer intra-op threads and more "
-            "inter-op threads so that independent small ops run side by side."
-        )
+        return SMALL_OPS_ACTION
     if cause == "chain":
         return (
             "The ops run one after another and each is too small to fill the cores: give each "

@@ -14,19 +14,11 @@ from tftrace.analysis.findings.evidence import (
     severity_for,
 )
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
-from tftrace.analysis.findings.free_cores import ns_with_cores_free, threads_at_work, working_ops
 from tftrace.analysis.metrics.busy import pool_of_threads
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.vocabulary import (
-    BOOKKEEPING_OPS,
-    INFERENCE_FUNCTION_PREFIX,
-    INTER_OP_THREADS_ENV,
-    INTRA_OP_THREADS_ENV,
-    ITERATOR_GET_NEXT,
-    PY_FUNCTION_OPS,
-)
+from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -81,49 +73,40 @@ def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
 
 
 # Rule 2 -----------------------------------------------------------------------------------
-SMALL_OP_PARALLELISM = 1.2  # op types that kept fewer than 1.2 Eigen workers busy on average
-TOP_OP_SHARE = 0.2  # ... ran while cores were free >= 20 % of the window
-
-
-# Op types that are not Eigen work: function calls, input waits, and Python (python-bound).
-NOT_SPLITTABLE = (INFERENCE_FUNCTION_PREFIX, ITERATOR_GET_NEXT, *PY_FUNCTION_OPS)
+TOP_OP_SHARE = 0.2  # small ops ran while cores were free >= 20 % of the window
+# The action of this rule and of the headline's "ops too small to split" (core_rules.py).
+SMALL_OPS_ACTION = (
+    "Give each op more work (larger batches), or fewer intra-op threads and more inter-op "
+    "threads so that independent small ops run side by side."
+)
 
 
 def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
     """Premise: ops that Eigen did not split left cores idle that splitting would have used.
 
-    Checked on the data: among the top op types (tf.function calls, input waits, ``tf.py_function``
-    ops, ops that never split (``BOOKKEEPING_OPS``) and every op a py_function's Python ran left
-    out), those that kept fewer than ``SMALL_OP_PARALLELISM`` Eigen workers busy on average ran
-    while cores were free (fewer threads at work than usable cores, ``free_cores.py``) for at least
-    ``TOP_OP_SHARE`` of the window. Two chains of such ops side by side on as many cores keep the
-    cores busy: no finding. Without a CPU count (a bare trace) the intra-op pool's size stands in
-    for it, as TF sizes the pool by default. A trace without thread-pool events (TF <= 2.16) does
-    not show the Eigen workers' work, so neither premise can be checked there.
+    Checked on the data: the headline's "ops too small to split" (``metrics/small_ops.py``): op
+    types that kept fewer than ``SMALL_OP_PARALLELISM`` Eigen workers busy on average (waits,
+    Python and bookkeeping left out, and every op a py_function's Python ran) ran while cores
+    were free (fewer threads at work than usable cores) for at least ``TOP_OP_SHARE`` of the
+    window, less the instants the headline gives to an earlier cause (input waits, Python,
+    waiting for a thread). Two chains of such ops side by side on as many cores keep the cores
+    busy: no finding. Without a CPU count (a bare trace) the intra-op pool's thread count stands
+    in for it, as TF sizes the pool by default. A trace without thread-pool events (TF <= 2.16)
+    does not show the Eigen workers' work, so neither premise can be checked there.
     """
-    if run.regions.empty:
-        return []
-    size = run.manifest.pool("intra_op").size or 0
-    cores = run.manifest.usable_cpus or size
-    top = analysis.top_ops
-    kinds = top["op_type"].astype(str)
-    top = top[~kinds.str.startswith(NOT_SPLITTABLE) & ~kinds.isin(BOOKKEEPING_OPS)]
-    small = top[top["parallelism"] < SMALL_OP_PARALLELISM]
+    small = analysis.core_use.small_ops if analysis.core_use is not None else None
     lo, hi = analysis.window
-    if size < 2 or cores < 2 or small.empty or hi <= lo:
+    if small is None or small.types.empty or hi <= lo:
         return []
-    ops = working_ops(run)
-    mine = ops[ops["op_type"].isin(small["op_type"]) & ~ops["python"]]
-    free_ns = ns_with_cores_free(threads_at_work(run, ops, (lo, hi)), cores, mine, (lo, hi))
-    share = free_ns / (hi - lo)
+    share = small.ns / (hi - lo)
     if share < TOP_OP_SHARE:
         return []
+    size, cores = small.intra_op_size, small.cores
     inter = run.manifest.pool("inter_op").size
-    total_ns = small["total_ms"].to_numpy() * 1e6
-    parallelism = float((small["parallelism"] * total_ns).sum() / max(total_ns.sum(), 1))
+    parallelism = small.parallelism
+    top = small.types.head(3)
     named = ", ".join(
-        f"{t} ({p:.2f})"
-        for t, p in zip(small["op_type"][:3], small["parallelism"][:3], strict=False)
+        f"{t} ({p:.2f})" for t, p in zip(top["op_type"], top["parallelism"], strict=True)
     )
     return [
         Finding(
@@ -133,12 +116,12 @@ def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
             f"The intra-op pool has {size} threads, but ops that kept only {parallelism:.2f} "
             f"Eigen workers busy on average ran {share:.0%} of the time while fewer than "
             f"{cores} threads worked: they are too small to split.",
-            "Give each op more work (larger batches), or fewer intra-op threads and more inter-op "
-            "threads so that independent small ops run side by side.",
+            SMALL_OPS_ACTION,
             {
                 "intra_op_size": size,
                 "cores": cores,
                 "cores_free_share": round(share, 4),
+                "idle_core_s": round(small.idle_core_s, 6),
                 "mean_parallelism": round(parallelism, 3),
                 "top_ops": named,
             },

@@ -24,7 +24,13 @@ from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.contention import Contention, split_run_queue
 from tftrace.analysis.metrics.cpu_time import process_cumulative
-from tftrace.analysis.metrics.idle_causes import PYTHON, UNEXPLAINED, causes_of_instants, value_at
+from tftrace.analysis.metrics.idle_causes import (
+    PYTHON,
+    TOO_SMALL,
+    UNEXPLAINED,
+    causes_of_instants,
+    value_at,
+)
 from tftrace.analysis.metrics.intervals import (
     StepFunction,
     clip,
@@ -32,12 +38,13 @@ from tftrace.analysis.metrics.intervals import (
     sorted_unique,
     union,
 )
-from tftrace.analysis.metrics.ops import op_events
-from tftrace.analysis.model.categories import is_in, starts_with
+from tftrace.analysis.metrics.ops import top_op_types, working_ops
+from tftrace.analysis.metrics.small_ops import SmallOps, small_ops
+from tftrace.analysis.model.categories import is_in
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import FROM_TRACE
-from tftrace.analysis.model.vocabulary import FUNCTION_PREFIXES, ITERATOR_GET_NEXT, PY_FUNCTION_OPS
+from tftrace.analysis.model.vocabulary import PY_FUNCTION_OPS
 
 # (key, label), in the order an instant is assigned (first match wins); run-queue wait is
 # taken per sampler interval before the others, "unexplained" is the rest.
@@ -90,6 +97,9 @@ class CoreUse:
     # cores: the stand-in without the sampler, and beside it a count that neither spin nor
     # waiting for a core inflates.
     trace_busy_core_s: float = 0.0
+    # The "ops too small to split" cause in full (its op types, instants, wall time and idle
+    # core-time): what the ops-too-small-to-split rule reads. None where the trace cannot tell.
+    small_ops: SmallOps | None = None
 
     @property
     def seconds(self) -> float:
@@ -233,15 +243,6 @@ def _cores_left(cores: int, held_elsewhere: np.ndarray, held: Contention | None)
     return np.maximum(left, 0.1)
 
 
-def _countable_ops(run: Run) -> pd.DataFrame:
-    """Ops as the per-op table has them, without tf.function calls, input waits and Python
-    ops (each has its own cause)."""
-    ops = op_events(run)
-    kind = ops["op_type"]
-    skip = starts_with(kind, (*FUNCTION_PREFIXES, ITERATOR_GET_NEXT)) | is_in(kind, PY_FUNCTION_OPS)
-    return ops[~skip]
-
-
 def core_use(
     run: Run,
     window: tuple[int, int],
@@ -249,13 +250,16 @@ def core_use(
     steps: int = 0,
     cpus_given: bool = False,
     held: Contention | None = None,
+    op_types: pd.DataFrame | None = None,
 ) -> CoreUse:
     """The core use of ``run`` over ``window`` (see the module docstring); ``steps``: how many
     steps the window holds, for ops per step; ``cpus_given``: the CPU count came from the user
     (``--cpus``), not the recording; ``held``: who else held the cores (the machine readings),
-    to split run-queue wait by who held the core and leave theirs out of the bound."""
+    to split run-queue wait by who held the core and leave theirs out of the bound;
+    ``op_types``: every op type of the window (``top_op_types``), computed when not given."""
     lo, hi = window
-    ops = _countable_ops(run)
+    ops = working_ops(run)
+    ops = ops[~is_in(ops["op_type"], PY_FUNCTION_OPS)]  # Python ops: the Python cause's
     inside = ops[(ops["start_ns"] >= lo) & (ops["start_ns"] < hi)]
     mean_op_us = (
         float((inside["end_ns"] - inside["start_ns"]).mean()) / 1e3 if len(inside) else None
@@ -306,7 +310,11 @@ def core_use(
         )
     idle = np.maximum(cores - busy, 0.0)
     queued = np.minimum(idle, wait)  # runnable threads that did not get the idle cores
-    cause_edges, cause = causes_of_instants(run, lo, hi, ops, concurrency_of)
+    if op_types is None:
+        op_types = top_op_types(run, limit=None, window=window)
+    small = small_ops(run, window, cores, op_types)
+    free = small.free if small is not None else None
+    cause_edges, cause = causes_of_instants(run, lo, hi, free, concurrency_of)
     edges = sorted_unique(np.r_[cause_edges, grid, f.times])  # where anything sampled changes
     at, width = edges[:-1], np.diff(edges).astype(np.float64)
     tick = np.clip(np.searchsorted(grid, at, side="right") - 1, 0, len(idle) - 1)
@@ -323,6 +331,12 @@ def core_use(
         if key not in ("run_queue", *HELD_ELSEWHERE):
             core_ns[key] = float(rest[cause_at == key].sum())
     idle_ns = sum(core_ns.values())
+    if small is not None:  # the rule reads the cause from here: one figure, not two
+        small = dataclasses.replace(
+            small,
+            ns=int(width[cause_at == TOO_SMALL].sum()),
+            idle_core_s=core_ns[TOO_SMALL] / 1e9,
+        )
     # The trace's count, with Python time (which the trace does not show) as one thread.
     owning = value_at(f, at) + ((cause_at == PYTHON) & (value_at(f, at) == 0))
     trace_busy_ns = float((np.minimum(owning, cores) * width).sum())
@@ -349,4 +363,5 @@ def core_use(
         causes=causes,
         fixed_share=fixed_ns / (hi - lo),
         max_speedup=bound,
+        small_ops=small,
     )

@@ -1,6 +1,7 @@
 """The cause of each instant of a window's idle core-time, by the trace (core use's causes
 after run-queue wait; ``core_use.py`` weighs them by the idle cores): input waits, Python,
-waiting for a thread of a full pool, ops too small to split, a dependency chain, dispatch."""
+waiting for a thread of a full pool, ops too small to split (``small_ops.py``), a dependency
+chain, dispatch."""
 
 from __future__ import annotations
 
@@ -64,22 +65,26 @@ def _full_pool(
 
 
 def causes_of_instants(
-    run: Run, lo: int, hi: int, ops: pd.DataFrame, concurrency_of: dict[Pool, PoolConcurrency]
+    run: Run,
+    lo: int,
+    hi: int,
+    too_small: StepFunction | None,
+    concurrency_of: dict[Pool, PoolConcurrency],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(edges, cause key per segment) over [lo, hi], first match as in ``CAUSES``."""
+    """(edges, cause key per segment) over [lo, hi], first match as in ``CAUSES``;
+    ``too_small``: ``SmallOps.free`` (None: the trace cannot tell, no instant is too small)."""
     cat_edges, category = category_timeline(run, (lo, hi))
     ev = run.events
     data = pool_thread_keys(run, Pool.TF_DATA)
     get_next = ev[starts_with(ev["name"], ITERATOR_GET_NEXT) & ~ev["thread"].isin(data)]
     waits = _per_thread(get_next, lo, hi)
-    running = _per_thread(ops, lo, hi)
+    small = too_small or StepFunction(np.array([lo, hi], dtype=np.int64), np.zeros(1, np.int64))
     full_pool = _full_pool(run, concurrency_of, lo, hi)
     # every step function sampled below changes only at these edges
-    edges = sorted_unique(np.r_[cat_edges, waits.times, running.times, full_pool.times])
+    edges = sorted_unique(np.r_[cat_edges, waits.times, small.times, full_pool.times])
     edges = edges[(edges >= lo) & (edges <= hi)]
     at = edges[:-1]
     cat = category[np.clip(np.searchsorted(cat_edges, at, side="right") - 1, 0, len(category) - 1)]
-    n_ops = value_at(running, at)
     full = value_at(full_pool, at) > 0
     on_ops = (cat == _CATEGORY["intra-op parallel"]) | (cat == _CATEGORY["op, intra idle"])
     cause = np.full(len(at), UNEXPLAINED, dtype=object)
@@ -87,8 +92,8 @@ def causes_of_instants(
         (INPUT, value_at(waits, at) > 0),
         (PYTHON, cat == _CATEGORY["python / host"]),
         (WAITING, full | (cat == _CATEGORY["waiting for a thread"])),
-        (TOO_SMALL, on_ops & (n_ops >= 2)),
-        (CHAIN, on_ops & (n_ops < 2)),
+        (TOO_SMALL, on_ops & (value_at(small, at) > 0)),
+        (CHAIN, on_ops),  # ops ran, none small with a core free: the rest waits for them
         (DISPATCH, cat == _CATEGORY["dispatch & executor"]),
     ]
     for key, where in reversed(rules):

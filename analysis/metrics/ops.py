@@ -18,14 +18,20 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import busy_intervals, pool_of_threads, pool_thread_keys
-from tftrace.analysis.metrics.intervals import concurrency
-from tftrace.analysis.model.categories import starts_with
+from tftrace.analysis.metrics.intervals import concurrency, union
+from tftrace.analysis.model.categories import is_in, starts_with
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.vocabulary import EAGER_OP_PREFIX, op_type_of_kernel
+from tftrace.analysis.model.vocabulary import (
+    EAGER_OP_PREFIX,
+    PY_FUNCTION_OPS,
+    WAIT_OP_PREFIXES,
+    op_type_of_kernel,
+)
 
+TOP_OP_TYPES = 10  # the op types an analysis shows (``Analysis.top_ops``)
 OP_COLUMNS = [
     "thread",
     "pool",
@@ -68,6 +74,24 @@ def op_events(run: Run) -> pd.DataFrame:
             "end_ns": ev["end_ns"].to_numpy()[rows],
         }
     )
+
+
+@per_run
+def working_ops(run: Run) -> pd.DataFrame:
+    """``op_events`` without the ops a thread only waits inside (``WAIT_OP_PREFIXES``), with
+    ``python``: True for a ``tf.py_function`` op and for every op it ran (nested in it on its
+    thread: the eager ops its Python body called through TF's Python API), Python's time."""
+    ops = op_events(run)
+    ops = ops[~starts_with(ops["op_type"], WAIT_OP_PREFIXES)].reset_index(drop=True)
+    is_py = is_in(ops["op_type"], PY_FUNCTION_OPS)
+    python = is_py.copy()
+    thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
+    for t in np.unique(thread[is_py]):
+        s, e = union(start[is_py & (thread == t)], end[is_py & (thread == t)])
+        mine = np.flatnonzero(thread == t)
+        at = np.searchsorted(s, start[mine], side="right") - 1
+        python[mine] |= (at >= 0) & (e[np.clip(at, 0, None)] >= end[mine])
+    return ops.assign(python=python)
 
 
 def _op_types(graph: pd.Series, names: pd.Series, is_eager: np.ndarray) -> pd.Categorical:
@@ -196,12 +220,12 @@ def clip_ops(ops: pd.DataFrame, window: tuple[int, int]) -> pd.DataFrame:
 
 def top_op_types(
     run: Run,
-    limit: int = 10,
+    limit: int | None = TOP_OP_TYPES,
     table: pd.DataFrame | None = None,
     window: tuple[int, int] | None = None,
 ) -> pd.DataFrame:
     """Op types by total time (in ``window`` if given), with the parallelism they achieved
-    (duration-weighted)."""
+    (duration-weighted); ``limit`` None: every type."""
     ops = op_table(run) if table is None else table
     if window is not None:  # only the columns summed below: a cut copies what it keeps
         ops = clip_ops(ops[["op_type", "start_ns", "end_ns", "eigen_busy_ns"]], window)
@@ -227,4 +251,5 @@ def top_op_types(
             "parallelism": grouped["eigen"].to_numpy() / np.maximum(grouped["total"].to_numpy(), 1),
         }
     )
-    return out.sort_values("total_ms", ascending=False).head(limit).reset_index(drop=True)
+    out = out.sort_values("total_ms", ascending=False)
+    return (out if limit is None else out.head(limit)).reset_index(drop=True)

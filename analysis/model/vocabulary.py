@@ -231,6 +231,15 @@ ITERATOR_GET_NEXT = "IteratorGetNext"
 # tf.function, Keras 3's get_next_as_optional): one per batch a step consumes (TF 2.16-2.21).
 ITERATOR_FETCH_EVENTS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
 
+# -- Op kinds: which ops are work, and which can be too small to split ------------------------
+# Op types a thread only waits inside (prefixes): a tf.function call, whose ops are traced on
+# their own, and the wait for the input pipeline's next element. Never work of their own.
+WAIT_OP_PREFIXES = (*FUNCTION_PREFIXES, ITERATOR_GET_NEXT)
+# Op types never "too small to split" however little Eigen work they show: Python run as an op
+# (its time is Python's, as is every op its Python calls) and bookkeeping (nothing to split).
+# With the waits above, every op type the headline and the rule leave out of small ops.
+NEVER_SPLIT_OPS = (*PY_FUNCTION_OPS, *BOOKKEEPING_OPS)
+
 # -- A tf.function's first call (the warm-up) -------------------------------------------------
 # TF annotates each tf.function call with the function's Python name (covering tracing too) and
 # its tracing with "tf.function-graph_building"; the traced function then runs as an eager op

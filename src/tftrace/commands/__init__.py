@@ -1,18 +1,22 @@
 """Subcommands, one module each, found by ``tftrace.cli`` at start-up.
 
 A command module defines ``NAME``, ``HELP``, ``configure(parser)`` (its arguments) and
-``run(namespace) -> int``. Heavy imports belong inside ``run``.
+``run(namespace) -> int``. Heavy imports belong inside ``run``. A command maps its flags onto
+library calls: ``path_kind`` says whether it was given one run, a sweep or a directory of hosts
+(``analysis.cluster.layout.kind_of`` decides, for every command), and every analysis option
+(``analysis_options``) reaches each host of a directory as it reaches one run, or is refused in
+one line (``refuse_for_hosts``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tftrace.analysis.cluster.layout import PathKind
 
 
 def add_run_argument(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +52,8 @@ def add_cpus_argument(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="the CPUs the process could use, where the run does not say (a bare .xplane.pb: "
-        "pool sizes come from the trace's threads); replaces a recorded count",
+        "pool sizes come from the trace's threads); replaces a recorded count (each host's, "
+        "for a directory of hosts)",
     )
 
 
@@ -79,6 +84,7 @@ def analyze_run(ns: argparse.Namespace) -> Any:
     progress bar (on a terminal, without --json)."""
     from tftrace.analysis.analyze import analyze
     from tftrace.analysis.progress import ANALYZE_STAGES, LOAD_STAGES
+    from tftrace.commands.progress import stages_bar
 
     options = analysis_options(ns)
     with stages_bar(f"analysing {ns.run}", len(LOAD_STAGES) + len(ANALYZE_STAGES), ns):
@@ -89,6 +95,7 @@ def load_run(ns: argparse.Namespace) -> Any:
     """``load()`` the run named on the command line (bad input raises ``TraceError``), under a
     progress bar (on a terminal, without --json)."""
     from tftrace.analysis.progress import LOAD_STAGES
+    from tftrace.commands.progress import stages_bar
 
     with stages_bar(f"loading {ns.run}", len(LOAD_STAGES), ns):
         return _load(ns)
@@ -102,50 +109,38 @@ def _load(ns: argparse.Namespace) -> Any:
     return load(ns.run, session=ns.session)
 
 
-# A bar appears once the work has taken this long: quick commands do not flicker.
-PROGRESS_DELAY_S = float(os.environ.get("TFTRACE_PROGRESS_DELAY_S", "2"))
+# What each kind of path is, and where a command that does not take it sends the user.
+KINDS = {"run": "one run", "hosts": "a directory of hosts", "sweep": "a sweep directory"}
+INSTEAD = {
+    "run": "",
+    "hosts": "; give one host's run directory (DIR/<host>), or tftrace analyze DIR for the job",
+    "sweep": "; tftrace summary shows its result, tftrace diff compares its recorded settings",
+}
 
 
-@contextmanager
-def stages_bar(what: str, stages: int, ns: argparse.Namespace) -> Iterator[None]:
-    """A bar on stderr over the stages that ``analysis.progress.stage`` reports inside the
-    block: only where stderr is a terminal and the output is not --json, and only after
-    ``PROGRESS_DELAY_S``; it leaves nothing behind."""
-    from tftrace.analysis.progress import reporting
-    from tftrace.analysis.render.console import console
-    from tftrace.analysis.render.formatting import printable
+def path_kind(command: str, path: Path, takes: Iterable[PathKind] = ("run",)) -> PathKind:
+    """What ``path`` holds (``analysis.cluster.layout.kind_of``, the one place that decides),
+    refused in one line where ``command`` does not take that kind."""
+    from tftrace.analysis.cluster.layout import kind_of
+    from tftrace.errors import CliError
 
-    err = console(width=None, stderr=True)
-    if getattr(ns, "json", False) or not err.is_terminal:
-        yield
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    kind = kind_of(path)
+    takes = tuple(takes)
+    if kind not in takes:
+        wanted = " or ".join(KINDS[k] for k in takes)
+        raise CliError(f"{command}: {path} is {KINDS[kind]}, not {wanted}{INSTEAD[kind]}")
+    return kind
 
-    bar = Progress(  # ``what`` names a path: text, not markup
-        TextColumn(
-            printable(what).replace("{", "{{").replace("}", "}}") + ": {task.description}",
-            markup=False,
-        ),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-    task = bar.add_task("", total=stages)
-    started = threading.Timer(PROGRESS_DELAY_S, bar.start)
-    started.daemon = True
 
-    begun = 0
+def refuse_for_hosts(command: str, ns: argparse.Namespace, *flags: str) -> None:
+    """Refuse in one line each of ``flags`` (their dests) given for a directory of hosts:
+    what picks from one run's files cannot apply to every host alike."""
+    from tftrace.errors import CliError
 
-    def advance(name: str) -> None:  # a stage begins: the ones before it are done
-        nonlocal begun
-        bar.update(task, description=name, completed=min(begun, stages))
-        begun += 1
-
-    started.start()
-    try:
-        with reporting(advance):
-            yield
-    finally:
-        started.cancel()
-        bar.stop()
+    why = {
+        "session": "--session picks a profile session of one run; DIR holds hosts",
+        "verify": "--verify takes one run; run it on a host's directory",
+    }
+    for flag in flags:
+        if getattr(ns, flag, None) not in (None, False):
+            raise CliError(f"{command}: {why[flag]}")

@@ -7,7 +7,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from tftrace.commands import add_analysis_arguments, analyze_run
+from tftrace.commands import (
+    add_analysis_arguments,
+    analysis_options,
+    analyze_run,
+    path_kind,
+    refuse_for_hosts,
+)
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 
 if TYPE_CHECKING:
@@ -45,13 +51,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.cluster.layout import is_cluster_dir
-    from tftrace.analysis.render.terminal import render
     from tftrace.errors import CliError
 
     if ns.verify_repeat < 1:
         raise CliError(f"--verify-repeat must be at least 1, not {ns.verify_repeat}")
-    if is_cluster_dir(ns.run):
+    if path_kind(NAME, ns.run, ("run", "hosts")) == "hosts":
         return _cluster(ns)
     if ns.dask:
         raise CliError(f"--dask is for a directory of hosts; {ns.run} is one run")
@@ -61,18 +65,19 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(analysis.to_json(), indent=2))
     else:
+        from tftrace.analysis.render.terminal import render
+
         render(analysis)
     return 0
 
 
 def _cluster(ns: argparse.Namespace) -> int:
+    """Every host analysed with the options one run takes (--window, --warmup-steps, --cpus)."""
     from tftrace.analysis.cluster import analyze_cluster
     from tftrace.commands.executors import dask_executor
-    from tftrace.errors import CliError
 
-    if ns.verify:
-        raise CliError("--verify takes one run; run it on a host's directory")
-    options = {"window": ns.window or "steady", "warmup_steps": ns.warmup_steps}
+    refuse_for_hosts(NAME, ns, "session", "verify")
+    options = analysis_options(ns)
     with dask_executor(ns.dask) as executor:
         cluster = analyze_cluster(ns.run, executor=executor, **options)
     print(json.dumps(cluster.to_json(), indent=2) if ns.json else cluster)
@@ -82,7 +87,7 @@ def _cluster(ns: argparse.Namespace) -> int:
 def _verified(analysis: Analysis, ns: argparse.Namespace) -> Analysis:
     from tftrace.analysis.render.console import console
     from tftrace.analysis.sweep.verify import verify
-    from tftrace.commands.sweep import progress_bar
+    from tftrace.commands.progress import progress_bar
     from tftrace.errors import error_context
 
     with error_context("verify"), progress_bar(console(width=None, stderr=True)) as show:

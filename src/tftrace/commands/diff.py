@@ -9,9 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tftrace.commands import add_cpus_argument, add_window_arguments, analysis_options, stages_bar
+from tftrace.commands import add_cpus_argument, add_window_arguments, analysis_options, path_kind
+from tftrace.commands.progress import stages_bar
+
+if TYPE_CHECKING:
+    from tftrace.analysis.cluster.layout import PathKind
 
 NAME = "diff"
 HELP = "compare two runs of one workload: what changed, per pool, and whether it is real"
@@ -45,22 +49,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> int:
-    from tftrace.analysis.cluster.layout import is_cluster_dir
-    from tftrace.analysis.diff.sweep_dir import is_sweep_dir
     from tftrace.analysis.model.memory import small_pages
     from tftrace.errors import CliError
     from tftrace.tracer.safe_files import UnsafePathError, write_text_atomic
 
-    options = analysis_options(ns)
+    options = analysis_options(ns)  # the same for two runs, a sweep's and two jobs' hosts
+    kinds = _kinds(ns)
     small_pages()
-    if ns.run_b is None:
-        if not is_sweep_dir(ns.run_a):
-            raise CliError(
-                f"{ns.run_a} is not a sweep directory: give two runs (RUN_A RUN_B), or one "
-                "sweep directory recorded with tftrace sweep --record"
-            )
+    if kinds == ("sweep",):
         result: Any = _sweep(ns, options)
-    elif is_cluster_dir(ns.run_a) or is_cluster_dir(ns.run_b):
+    elif kinds == ("hosts", "hosts"):
         result = _clusters(ns, options)
     else:
         result = _runs(ns, options)
@@ -100,16 +98,35 @@ def _sweep(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
         return diff_sweep(ns.run_a, **options)
 
 
-def _clusters(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
-    from tftrace.analysis.cluster.diff import diff_clusters
-    from tftrace.analysis.cluster.layout import is_cluster_dir
+def _kinds(ns: argparse.Namespace) -> tuple[PathKind, ...]:
+    """What was given: one sweep, two runs or two directories of hosts; else one line."""
+    from tftrace.analysis.cluster.layout import kind_of
     from tftrace.errors import CliError
 
-    for path in (ns.run_a, ns.run_b):
-        if not is_cluster_dir(path):
+    if ns.run_b is None:
+        if kind_of(ns.run_a) != "sweep":
             raise CliError(
-                f"{path} is not a directory of hosts: a directory of hosts is compared with "
-                "another one (DIR_A DIR_B), a run with a run"
+                f"{ns.run_a} is not a sweep directory: give two runs (RUN_A RUN_B), or one "
+                "sweep directory recorded with tftrace sweep --record"
             )
+        return ("sweep",)
+    kinds = (
+        path_kind(NAME, ns.run_a, ("run", "hosts")),
+        path_kind(NAME, ns.run_b, ("run", "hosts")),
+    )
+    if len(set(kinds)) > 1:
+        run = ns.run_a if kinds[0] == "run" else ns.run_b
+        raise CliError(
+            f"{run} is not a directory of hosts: a directory of hosts is compared with "
+            "another one (DIR_A DIR_B), a run with a run"
+        )
+    return kinds
+
+
+def _clusters(ns: argparse.Namespace, options: dict[str, Any]) -> Any:
+    """Each host of one job against the host of the same name, and the job's period; every
+    option reaches each host (its diff and its side's cross-host view) as it does one run."""
+    from tftrace.analysis.cluster.diff import diff_clusters
+
     with stages_bar(f"comparing the hosts of {ns.run_a} and {ns.run_b}", 1, ns):
         return diff_clusters(ns.run_a, ns.run_b, **options)

@@ -18,8 +18,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.run_summary import render_summary, summarize
+    from tftrace.commands import path_kind
 
-    if (ns.run / "sweep.json").exists():
+    if path_kind(NAME, ns.run, ("run", "sweep")) == "sweep":
         return _sweep(ns.run)
     render_summary(summarize(ns.run))
     return 0

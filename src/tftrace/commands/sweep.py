@@ -8,14 +8,11 @@ result; the library runs, judges, explains and writes the sweep directory."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the command line stays light: these load only when a sweep runs
     from tftrace.analysis.sweep.result import SweepResult
-    from tftrace.analysis.sweep.session import SweepProgress
 
 from tftrace.errors import CliError, error_context
 from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT
@@ -158,6 +155,7 @@ def _check_misplaced(ns: argparse.Namespace) -> None:
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.console import console
     from tftrace.analysis.sweep.session import SweepInterrupted, sweep
+    from tftrace.commands.progress import progress_bar
 
     _check_misplaced(ns)
     stderr = console(width=None, stderr=True)
@@ -191,36 +189,6 @@ def run(ns: argparse.Namespace) -> int:
         result, interrupted = e.result, True
     _show(result, ns.json, stderr)
     return 130 if interrupted else 0
-
-
-@contextmanager
-def progress_bar(console: Any) -> Iterator[Callable[[SweepProgress], None]]:
-    """A progress callback that draws a bar on ``console``: from the first run on, so that
-    a bad argument gets its one line without the bar's."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from tftrace.analysis.render.formatting import printable
-
-    bar = Progress(  # the description names settings (variables' values): text, not markup
-        TextColumn("{task.description}", style="progress.description", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-    task = bar.add_task("sweep", total=None)
-
-    def show(p: SweepProgress) -> None:
-        if not bar.live.is_started:
-            bar.start()
-        bar.update(task, description=printable(p.text), completed=p.done, total=p.total)
-
-    try:
-        yield show
-    finally:
-        if bar.live.is_started:  # a bar never shown leaves no line behind
-            bar.stop()
 
 
 def _show(result: SweepResult, as_json: bool, stderr: Any) -> None:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tftrace.commands import add_analysis_arguments, analyze_run
+from tftrace.commands import add_analysis_arguments, analyze_run, path_kind
 from tftrace.errors import CliError
 
 NAME = "tensorboard"
@@ -45,6 +45,7 @@ def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.tensorboard import write_summaries
     from tftrace.analysis.tensorboard_plugin.cache import store
 
+    path_kind(NAME, ns.run)  # one run only: a directory of hosts or a sweep, one line
     analysis = analyze_run(ns)
     loaded = analysis.run
     try:

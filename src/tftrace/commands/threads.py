@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from tftrace.commands import add_run_argument, load_run
+from tftrace.commands import add_run_argument, load_run, path_kind
 
 NAME = "threads"
 HELP = "every thread of a run, its pool and the evidence"
@@ -21,6 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.render.threads import render_threads
 
+    path_kind(NAME, ns.run)  # one run only: a directory of hosts or a sweep, one line
     loaded = load_run(ns)
     if ns.json:
         print(loaded.threads.to_json(orient="records", indent=2))
