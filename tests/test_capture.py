@@ -7,7 +7,6 @@ import io
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 
 import tftrace
-from conftest import WORKLOADS, free_port, http_get, quiet_env
+from conftest import WORKLOADS, free_port_pair, http_get, quiet_env
 from conftest import tftrace as cli
 from tftrace.tracer.capture import parse_addresses
 from tftrace.tracer.os_sampler import COLUMNS
@@ -71,24 +70,11 @@ class Served:
         return "", ""
 
 
-def ports() -> int:
-    """A port P with P + 1 free too (the data endpoint's default)."""
-    for _ in range(50):
-        port = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no two free ports in a row")
-
-
 @pytest.fixture(scope="class")
 def workers() -> Iterator[list[Served]]:
     """Two served programs, tasks worker-0 and worker-1 of a TF_CONFIG, running for the
     tests of one class."""
-    started = [Served(ports(), task=0), Served(ports(), task=1)]
+    started = [Served(free_port_pair(), task=0), Served(free_port_pair(), task=1)]
     try:
         for worker in started:
             worker.ready()
@@ -172,7 +158,7 @@ class TestServedWorkers:
         assert "recorded   tftrace capture" in shown and "2 inter-op, 2 intra-op" in shown
 
     def test_every_host_at_once_and_one_that_does_not_answer(self, tmp_path, workers):
-        silent = ports()  # nothing listens there
+        silent = free_port_pair()  # nothing listens there
         addresses = [f"grpc://localhost:{w.port}" for w in workers]
         out = tmp_path / "job"
         done = _capture(out, addresses[0], f"grpc://localhost:{silent}", addresses[1])
@@ -226,7 +212,7 @@ class TestServedWorkers:
 
 @pytest.mark.slow
 def test_a_program_with_only_tfs_profiler_server_gives_its_trace(tmp_path):
-    bare = Served(ports(), tf_only=True)
+    bare = Served(free_port_pair(), tf_only=True)
     try:
         bare.ready()
         out = tmp_path / "job"
@@ -245,7 +231,7 @@ def test_a_program_with_only_tfs_profiler_server_gives_its_trace(tmp_path):
 @pytest.mark.slow
 def test_no_host_answering_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "job"
-    done = _capture(out, f"grpc://localhost:{ports()}", duration="1")
+    done = _capture(out, f"grpc://localhost:{free_port_pair()}", duration="1")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no host answered" in done.stderr
     assert "Traceback" not in done.stderr
@@ -304,7 +290,7 @@ print("alive", flush=True)
 
 @pytest.mark.slow
 def test_serve_never_stops_the_program_and_runs_once():
-    taken, port = ports(), ports()
+    taken, port = free_port_pair(), free_port_pair()
     code = SERVE_TWICE.format(taken=taken, port=port)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=quiet_env(), timeout=300

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,15 +79,6 @@ def test_a_config_file_that_cannot_be_read_is_refused(tmp_path: Path):
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="cannot read"):
         ServeHelperConfig.read(bad)
-
-
-@pytest.fixture
-def target() -> Iterator[subprocess.Popen[bytes]]:
-    """A process for the helpers to watch."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 @pytest.mark.parametrize("module", ["attach", "serve_helper"])

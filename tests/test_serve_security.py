@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, WORKLOADS, free_port, quiet_env
+from conftest import ROOT, WORKLOADS, free_port, free_port_pair, quiet_env
 from conftest import tftrace as cli
 from tftrace.errors import TftraceError
 from tftrace.tracer import capture as capture_module
@@ -39,25 +39,12 @@ POOLS = {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "2"}
 INFO = "/tftrace/v1/info"
 
 
-def _ports() -> int:
-    """A port P with P + 1 free too."""
-    for _ in range(50):
-        port = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no two free ports in a row")
-
-
 class Served:
     """tests/workloads/served.py with secrets on its command line and in its environment;
     its stderr in a file, read while it runs."""
 
     def __init__(self, tmp: Path, host: str | None = None) -> None:
-        self.port = _ports()
+        self.port = free_port_pair()
         self.data_port = self.port + 1
         self.err_path = tmp / f"stderr-{self.port}.txt"
         command = [sys.executable, str(WORKLOADS / "served.py"), "--port", str(self.port)]

@@ -3,11 +3,9 @@ recorder, tftrace.profile's helper, tftrace.serve's helper), and the states it r
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -188,14 +186,6 @@ def fake_pyspy(tmp_path: Path) -> Path:
     exe.write_text(f"#!{sys.executable}\n{FAKE_PYSPY}")
     exe.chmod(0o755)
     return exe
-
-
-@pytest.fixture
-def target() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _pyspy(run: rundir.RunDir, exe: Path) -> PySpySource:

@@ -144,19 +144,29 @@ def summarize_host(
     """Load and analyse one host's run (in whatever process the executor runs this) and
     reduce it to a ``HostSummary``; a host that cannot be analysed gets its ``error``.
     ``window``, ``warmup_steps``, ``cpus``: as ``tftrace.analyze`` takes them."""
+    base: dict[str, Any] = {"name": name, "path": path}
+    try:
+        analysis = analyse_into(base, window, warmup_steps, cpus)
+        if isinstance(analysis, str):
+            return HostSummary(**base, error=f"no trace to analyse ({analysis})")
+        return summary_of(base, analysis)
+    except Exception as e:
+        return failed(base, e)
+
+
+def analyse_into(base: dict[str, Any], window: str, warmup_steps: int, cpus: int | None) -> Any:
+    """Load ``base["path"]``, add its manifest's facts to ``base`` (the ``HostSummary``
+    fields known so far, kept when the analysis then fails) and analyse it: the
+    ``Analysis``, or why there is no trace to analyse (a string)."""
     from tftrace.analysis.analyze import analyze
     from tftrace.analysis.model.run import load
 
-    base: dict[str, Any] = {"name": name, "path": path}
-    try:
-        run = load(Path(path))
-        base.update(host_facts(run))
-        lacks = missing_trace(run)
-        if lacks is not None:
-            return HostSummary(**base, error=f"no trace to analyse ({lacks})")
-        return summary_of(base, analyze(run, window=window, warmup_steps=warmup_steps, cpus=cpus))
-    except Exception as e:
-        return failed(base, e)
+    run = load(Path(base["path"]))
+    base.update(host_facts(run))
+    lacks = missing_trace(run)
+    if lacks is not None:
+        return lacks
+    return analyze(run, window=window, warmup_steps=warmup_steps, cpus=cpus)
 
 
 def host_facts(run: Any) -> dict[str, Any]:

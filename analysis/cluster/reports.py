@@ -17,13 +17,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from tftrace.analysis.cluster.analyze import ClusterAnalysis, cross_host, on_each_host
-from tftrace.analysis.cluster.host import (
-    HostSummary,
-    failed,
-    host_facts,
-    missing_trace,
-    summary_of,
-)
+from tftrace.analysis.cluster.host import HostSummary, analyse_into, failed, summary_of
 from tftrace.analysis.cluster.layout import find_hosts
 from tftrace.analysis.cluster.report import cluster_page
 from tftrace.analysis.render.report_files import cannot_write, output_paths, write_report
@@ -43,22 +37,16 @@ def report_host(
 ) -> HostReport:
     """Load and analyse one host's run once (in a worker process), write its report from
     that analysis and summarise it; a host that cannot be analysed or written says why."""
-    from tftrace.analysis.analyze import analyze
-    from tftrace.analysis.model.run import load
-
     base: dict[str, Any] = {"name": name, "path": path}
     try:
-        run = load(Path(path))
-        base.update(host_facts(run))
-        lacks = missing_trace(run)
-        if lacks is not None:
-            summary = HostSummary(**base, error=f"no trace to analyse ({lacks})")
-            return HostReport(summary, None, f"no trace to report ({lacks})")
-        analysis = analyze(run, window=window, warmup_steps=warmup_steps, cpus=cpus)
+        analysis = analyse_into(base, window, warmup_steps, cpus)
+        if isinstance(analysis, str):
+            summary = HostSummary(**base, error=f"no trace to analyse ({analysis})")
+            return HostReport(summary, None, f"no trace to report ({analysis})")
     except Exception as e:
         return HostReport(failed(base, e), None, _problem(e, path))
     try:
-        page: str | None = str(write_report(analysis, *output_paths(None, run.path)).page)
+        page: str | None = str(write_report(analysis, *output_paths(None, analysis.run.path)).page)
         problem = None
     except Exception as e:  # one host's report not written must not lose the others'
         page, problem = None, _problem(e, path)
