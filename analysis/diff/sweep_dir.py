@@ -17,7 +17,7 @@ import pandas as pd
 from tftrace.analysis.diff.manifest_diff import RunsNotComparable
 from tftrace.analysis.diff.result import RunDiff, records
 from tftrace.analysis.sweep.result import DAMAGED, inside
-from tftrace.tracer.safe_read import read_json_object_or_none
+from tftrace.tracer.rundir import read_json_or_none
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting
 
 SUMMARY_COLUMNS = (
@@ -88,7 +88,7 @@ def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:
     """(the baseline's label, its recorded run, the other recorded settings' runs by label)
     of a sweep directory; ``RunsNotComparable`` where there is nothing to compare."""
     path = Path(path)
-    data = read_json_object_or_none(path / SWEEP_FILE)
+    data = read_json_or_none(path / SWEEP_FILE)
     if data is None or data.get("kind") != SWEEP_KIND:
         raise RunsNotComparable(f"{path}: not a sweep directory (no readable sweep.json)")
     settings = data.get("settings")

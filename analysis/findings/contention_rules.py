@@ -61,6 +61,13 @@ def _cause_core_s(analysis: Analysis, cause: str) -> float:
     return float(use.causes.set_index("cause").loc[cause, "core_s"])
 
 
+def _cpu_and_wait(analysis: Analysis, pools: tuple[Pool, ...]) -> tuple[float, float]:
+    """The CPU seconds of ``pools``' threads and the seconds they waited for a core, summed
+    (the kernel's counts, ``Analysis.cpu``)."""
+    rows = [r for p in pools if (r := cpu_row(analysis, p)) is not None]
+    return sum(float(r["cpu_s"]) for r in rows), sum(float(r["wait_s"]) for r in rows)
+
+
 def _neighbours(held: Contention, count: int = 3) -> str:
     others = held.processes[held.processes["role"] != "recorder"].head(count)
     return ", ".join(f"{r.name} (pid {r.pid}) {r.core_s:.2f} core-s" for r in others.itertuples())
@@ -221,9 +228,8 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
         return []
     cores, core_s = budget
     blas_s, blas_wait = float(blas["cpu_s"]), float(blas["wait_s"])
-    tf_rows = [r for p in (Pool.INTRA_OP, Pool.INTER_OP) if (r := cpu_row(analysis, p)) is not None]
-    tf_s = sum(float(r["cpu_s"]) for r in tf_rows)
-    waited = blas_wait + sum(float(r["wait_s"]) for r in tf_rows)
+    tf_s, tf_wait = _cpu_and_wait(analysis, (Pool.INTRA_OP, Pool.INTER_OP))
+    waited = blas_wait + tf_wait
     if blas_s < LIBRARY_CPU_SHARE * core_s or waited < LIBRARY_WAIT_PER_CPU * (blas_s + tf_s):
         return []
     library, variable, threads = _library(run)
@@ -304,9 +310,7 @@ def tf_data_competes(run: Run, analysis: Analysis) -> list[Finding]:
         return []
     cores, core_s = budget
     data_s, data_wait = float(data["cpu_s"]), float(data["wait_s"])
-    step = [r for p in STEP_POOLS if (r := cpu_row(analysis, p)) is not None]
-    step_s = sum(float(r["cpu_s"]) for r in step)
-    step_wait = sum(float(r["wait_s"]) for r in step)
+    step_s, step_wait = _cpu_and_wait(analysis, STEP_POOLS)
     waited = data_wait + step_wait
     if data_s < TF_DATA_CPU_SHARE * core_s or waited < OWN_WAIT_PER_CPU * (data_s + step_s):
         return []

@@ -22,8 +22,8 @@ from typing import Any
 
 from tftrace.analysis.tensorboard_plugin.runs import fingerprint
 from tftrace.errors import TftraceError
+from tftrace.tracer.rundir import read_json_or_none
 from tftrace.tracer.safe_files import atomic_output, safe_dir
-from tftrace.tracer.safe_read import read_json_object_or_none
 
 CACHE_FILE = "plugin.json"
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def cache_path(run_path: Path) -> Path:
 
 def read_cached(run_path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
     """The cached data when its fingerprint is ``key``; None when absent, stale or unreadable."""
-    stored = read_json_object_or_none(cache_path(run_path))  # a regular file, not too deep
+    stored = read_json_or_none(cache_path(run_path))  # a regular file, not too deep
     if stored is None or stored.get("key") != key:
         return None
     data = stored.get("dashboard")
