@@ -289,9 +289,12 @@ def test_sampler_takes_machine_readings_at_their_own_rate(tmp_path):
         out.mkdir()
         sampler = OsThreadSampler(out, hz=100, machine_hz=20)
         sampler.start(sleeper.pid)
-        end = time.monotonic() + 0.5
-        while time.monotonic() < end:  # this process, the recorder, uses some CPU
-            pass
+        # This process, the recorder, uses CPU between readings; on a loaded machine the
+        # readings widen (their cost budget), so spin until three were taken, not for a time.
+        end, give_up = time.monotonic() + 0.5, time.monotonic() + 30
+        while time.monotonic() < end or sampler.machine_readings < 3:
+            if time.monotonic() > give_up:
+                break
         status = sampler.stop()
     finally:
         sleeper.kill()

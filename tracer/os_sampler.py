@@ -119,6 +119,11 @@ class OsThreadSampler:
     def availability(self) -> str | None:
         return None if os.path.isdir("/proc/self/task") else "no /proc/<pid>/task on this system"
 
+    @property
+    def machine_readings(self) -> int:
+        """The machine readings taken so far (0 before the first)."""
+        return self._machine.readings if self._machine is not None else 0
+
     def start(self, pid: int) -> None:
         self._pid = pid
         self._thread = threading.Thread(target=self._run, name="tftrace-os-sampler", daemon=True)
