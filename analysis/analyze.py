@@ -1,9 +1,9 @@
-"""``analyze(run) -> Analysis``: every metric of a run, and the findings they lead to.
+"""``analyze(run) -> Analysis``: every figure of a run (``metrics.measured.measure``), and the
+findings the rules draw from them.
 
-The one place figures are computed: renderers (terminal, HTML, plots, TensorBoard) and the
-JSON output only display an ``Analysis``. Metrics are pure functions of the run
-(``tftrace.analysis.metrics``); findings are rules over run and metrics
-(``tftrace.analysis.findings``).
+Renderers (terminal, HTML, plots, TensorBoard) and the JSON output only display an
+``Analysis``. Metrics are pure functions of the run (``tftrace.analysis.metrics``); findings
+are rules over run and metrics (``tftrace.analysis.findings``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,70 +18,26 @@ import pandas as pd
 
 from tftrace.analysis.findings import Finding, diagnose
 from tftrace.analysis.findings.coverage import not_checked
-from tftrace.analysis.metrics.breakdown import breakdown
-from tftrace.analysis.metrics.census import Census, thread_census
-from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurrencies, pools_frame
-from tftrace.analysis.metrics.contention import Contention, contention_of
-from tftrace.analysis.metrics.core_use import CoreUse, core_use
-from tftrace.analysis.metrics.cpu_time import pool_cpu
-from tftrace.analysis.metrics.ops import TOP_OP_TYPES, top_op_types
+from tftrace.analysis.metrics.measured import Metrics, measure
 from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTime, python_time
-from tftrace.analysis.metrics.queue_delay import queue_delay_stats
-from tftrace.analysis.metrics.requests import Requests, measure_requests
-from tftrace.analysis.metrics.steps import Steps, find_steps
-from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
-from tftrace.analysis.metrics.window import (
-    STEADY,
-    WindowArg,
-    in_recording,
-    parse_window,
-    resolve_window,
-)
-from tftrace.analysis.metrics.work import SERVER, find_work
-from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.metrics.window import STEADY, WindowArg
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.model.trace_facts import with_trace_facts
 from tftrace.analysis.progress import ANALYZE_STAGES, stage
+
+__all__ = ["Analysis", "Metrics", "analyze", "measure"]
 
 
 @dataclass(frozen=True, repr=False)
-class Analysis:
+class Analysis(Metrics):
     """What tftrace measured in a run, and what it means: the result of ``tftrace.analyze``.
 
-    Attributes (DataFrames have one row per pool, op type, category or step; the columns are
-    defined in docs/analyses.md):
+    Every figure of ``Metrics`` (``run``, ``window``, ``pools``, ``steps``, ``core_use``, ...:
+    see its attributes; the DataFrames' columns are defined in docs/analyses.md), and:
 
-    - ``run``: the ``Run`` analysed; ``window``: (start, end) ns of the analysed span, by
-      default the steady state (the steps after the warm-up); ``window_basis``: what the
-      window is and why, in one line (``"steady: steps 2-50 of 50 (tf.function train_step),
-      after 1 warm-up step"``, ``"all: no steps found ..."``). Every figure below and every
-      finding covers this window.
-    - ``warmup``: the first step(s) on their own (span, what the main thread did: tracing,
-      instantiation, variable initialisation, ...); None without steps.
     - ``findings``: tuple of ``Finding``, causes first, then most severe first; empty when
       nothing is wrong.
-    - ``pools``: size, mean and peak concurrency, utilisation and share of the cores per pool;
-      ``concurrency``: the same per ``Pool`` as objects, with ``.series(resolution_ns)`` (busy
-      threads over time) and ``.histogram()`` (time at each level of concurrency).
-    - ``queue_delay``: scheduled -> started delay percentiles per pool.
-    - ``cpu``: the kernel's CPU time and run-queue wait per pool beside the traced busy time.
-    - ``top_ops``: op types by time, with the intra-op parallelism each achieved.
-    - ``breakdown``: the window's wall time in six categories adding up to 1.
-    - ``steps``: the training/inference steps in the window, with a per-step breakdown.
-    - ``shape``: ``"loop"`` (one thread steps), ``"server"`` (several threads with calls in
-      flight together) or ``"none"``; ``requests``: a server's requests in the window
-      (throughput, latency percentiles, requests in flight, where their time went); None
-      for a loop.
     - ``python_time``: the top Python functions per Python thread by self and total time
       (py-spy), py-spy's error share, and whether Python time matters in the window.
-    - ``core_use``: the headline: how many of the usable cores the process kept busy, where
-      the idle core-time went by cause, and the most thread settings could gain.
-    - ``census``: every thread by pool (TF's, tf.data, BLAS/OpenMP, Python, ...) with each
-      pool's size and where it came from, its CPU time and threads on a CPU (the kernel's
-      count, over the window and over time), against the usable CPUs.
-    - ``contention``: who else held the usable CPUs over the window (other processes by
-      name and pid, steal, the cgroup quota's throttling), from the OS sampler's machine
-      readings; None without them.
     - ``not_checked``: one line per rule the run lacks the data for (a bare trace has no OS
       sampler, no manifest, and no CPU count unless ``cpus`` gives it).
 
@@ -94,25 +49,9 @@ class Analysis:
         analysis.findings[0].action if analysis.findings else "nothing to fix"
     """
 
-    run: Run
-    window: tuple[int, int]
-    pools: pd.DataFrame
-    queue_delay: pd.DataFrame
-    cpu: pd.DataFrame
-    top_ops: pd.DataFrame
-    breakdown: pd.DataFrame
-    steps: Steps
-    concurrency: Mapping[Pool, PoolConcurrency] = dataclasses.field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
     python_time: PythonTime | None = None
-    window_basis: str = "all: the whole trace"
-    warmup: Warmup | None = None
-    core_use: CoreUse | None = None
     not_checked: tuple[str, ...] = ()
-    requests: Requests | None = None
-    shape: str = "none"
-    contention: Contention | None = None
-    census: Census | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -165,67 +104,14 @@ class Analysis:
         )
 
     def __str__(self) -> str:
-        from tftrace.analysis.render.terminal import render_text
+        from tftrace.analysis.presenting import as_text
 
-        return render_text(self)
+        return as_text(self)
 
     def _repr_html_(self) -> str:
-        from tftrace.analysis.render.html import analysis_fragment
+        from tftrace.analysis.presenting import as_html
 
-        return analysis_fragment(self)
-
-
-def measure(
-    run: Run, window: WindowArg = STEADY, warmup_steps: int = 1, cpus: int | None = None
-) -> Analysis:
-    """The metrics of ``run`` over ``window`` (see ``analyze``), without findings."""
-    run = with_trace_facts(run, cpus)
-    spec = in_recording(parse_window(window, warmup_steps), run)
-    stage(ANALYZE_STAGES[0])
-    steps = find_steps(run)
-    span, basis = resolve_window(run, steps, spec)
-    in_window = steps.within(span)
-    work = find_work(run)
-    requests = measure_requests(run, work, span) if work.shape == SERVER else None
-    stage(ANALYZE_STAGES[1])
-    concurrency = pool_concurrencies(run, span)
-    pools = pools_frame(concurrency)
-    stage(ANALYZE_STAGES[2])
-    delays, cpu = queue_delay_stats(run, span), pool_cpu(run, span)
-    stage(ANALYZE_STAGES[3])
-    op_types = top_op_types(run, limit=None, window=span)  # every type: small ops weigh them all
-    ops = op_types.head(TOP_OP_TYPES)
-    stage(ANALYZE_STAGES[4])
-    wall = breakdown(run, span)
-    held = contention_of(run, span)
-    stage(ANALYZE_STAGES[5])
-    return Analysis(
-        run,
-        span,
-        pools,
-        delays,
-        cpu,
-        ops,
-        wall,
-        in_window,
-        concurrency,
-        window_basis=basis,
-        warmup=measure_warmup(run, steps, spec.warmup_steps),
-        core_use=core_use(
-            run,
-            span,
-            concurrency,
-            len(in_window.table),
-            cpus_given=cpus is not None,
-            held=held,
-            op_types=op_types,
-        ),
-        not_checked=not_checked(run),
-        requests=requests,
-        shape=work.shape,
-        census=thread_census(run, span, cpus_given=cpus is not None),
-        contention=held,
-    )
+        return as_html(self)
 
 
 def analyze(
@@ -260,12 +146,15 @@ def analyze(
     stage(ANALYZE_STAGES[6])
     findings = tuple(diagnose(metrics.run, metrics))
     stage(ANALYZE_STAGES[7])
-    return dataclasses.replace(
-        metrics, findings=findings, python_time=which_python(run, metrics, findings)
+    return Analysis(
+        **{f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)},
+        findings=findings,
+        python_time=which_python(metrics, findings),
+        not_checked=not_checked(metrics.run),
     )
 
 
-def which_python(run: Run, metrics: Analysis, findings: tuple[Finding, ...]) -> PythonTime:
+def which_python(metrics: Metrics, findings: tuple[Finding, ...]) -> PythonTime:
     """The top Python functions over the analysed window; they matter when the breakdown's
     python share reaches ``PYTHON_MATTERS_SHARE`` or the python-bound finding fired."""
     shares = metrics.breakdown.set_index("category")["share"]

@@ -12,7 +12,12 @@ import pytest
 
 from tftrace.errors import TftraceError
 from tftrace.tracer import rundir
-from tftrace.tracer.helper_configs import AttachConfig, ConfigError, ServeHelperConfig
+from tftrace.tracer.helper_configs import (
+    AttachConfig,
+    ConfigError,
+    ServeHelperConfig,
+    WorkloadConfig,
+)
 from tftrace.tracer.helper_process import answer, ask, end_helper, launch_helper
 from tftrace.tracer.options import RecordOptions, Target
 from tftrace.tracer.sources import SourceState, states_from_json
@@ -70,6 +75,21 @@ def test_values_of_the_wrong_type_are_refused():
     assert "is not float" in _refused(AttachConfig, {**data, "sample_hz": "fast"})
     whole = AttachConfig.from_json({**data, "sample_hz": 100, "pyspy_path": "/x"})
     assert whole.sample_hz == 100.0 and isinstance(whole.sample_hz, float)
+
+
+def test_the_workload_config_carries_the_record_options(tmp_path: Path):
+    """workload/config.json: what the workload's bootstrap reads, from the recorder's options."""
+    options = RecordOptions(
+        Target("script", "train.py", ("--steps", "5")), steps=(3, None), step_marker="train"
+    )
+    config = WorkloadConfig.of(tmp_path, options, 9)
+    assert WorkloadConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+    assert config.target() == {"kind": "script", "value": "train.py", "args": ["--steps", "5"]}
+    assert (config.first_step, config.end_step, config.ready_fd) == (3, None, 9)
+    assert (config.step_marker, config.delay_s, config.duration_s) == ("train", 0.0, None)
+    data = config.to_json()
+    assert "a list of str" in _refused(WorkloadConfig, {**data, "target_args": ["-x", 1]})
+    assert "a list of str" in _refused(WorkloadConfig, {**data, "target_args": "-x"})
 
 
 def test_a_config_file_that_cannot_be_read_is_refused(tmp_path: Path):

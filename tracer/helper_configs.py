@@ -1,7 +1,8 @@
 """The config of each helper process, typed: written by the program that launches it
-(``helper_process.launch_helper``), read back by the helper (``attach.py``,
-``serve_helper.py``). A config that lacks a field, has one too many or one of the wrong type
-is refused in one line (a helper of another tftrace version, a damaged file)."""
+(``helper_process.launch_helper``; the recorder for the workload's own process), read back by
+the helper (``attach.py``, ``serve_helper.py``, ``child/bootstrap.py``). A config that lacks a
+field, has one too many or one of the wrong type is refused in one line (a helper of another
+tftrace version, a damaged file)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,12 @@ class HelperConfig:
 
 
 def _fits(hint: Any, value: Any) -> bool:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
         return any(_fits(arg, value) for arg in typing.get_args(hint))
+    if origin is list:  # list[X]: a JSON array of X
+        (item,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_fits(item, v) for v in value)
     if hint is type(None):
         return value is None
     if isinstance(value, bool):  # a bool is an int to Python, never a number here
@@ -79,6 +84,8 @@ def _spelled(hint: Any) -> str:
     if hint is type(None):
         return "null"
     args = typing.get_args(hint)
+    if typing.get_origin(hint) is list:
+        return f"a list of {_spelled(args[0])}"
     return " or ".join(_spelled(a) for a in args) if args else getattr(hint, "__name__", "?")
 
 
@@ -127,3 +134,53 @@ class ServeHelperConfig(HelperConfig):
     pid: int
     hz: float
     keep_s: float
+
+
+@dataclass(frozen=True)
+class WorkloadConfig(HelperConfig):
+    """The workload's own process (``child/bootstrap.py``, in the run directory's
+    ``workload/config.json``): the target to run, the profiler window (``delay_s`` and
+    ``duration_s``, or the steps from ``first_step`` to ``end_step``, None: to the end), the
+    pipe to say "ready" on, and what the child records beside the trace."""
+
+    MODULE: ClassVar[str] = "tftrace.tracer.child.bootstrap"
+
+    run_dir: str
+    target_kind: str
+    target_value: str
+    target_args: list[str]
+    tf_profiler: bool
+    delay_s: float
+    duration_s: float | None
+    first_step: int | None
+    end_step: int | None
+    ready_fd: int | None
+    thread_identity: bool
+    step_timer: bool
+    step_marker: str | None
+    keep_script_settings: bool
+
+    @classmethod
+    def of(cls, run_dir: Path, options: RecordOptions, ready_fd: int) -> WorkloadConfig:
+        target = options.target
+        first, end = options.steps or (None, None)
+        return cls(
+            str(run_dir.resolve()),
+            target.kind,
+            target.value,
+            list(target.args),
+            options.tf_profiler,
+            options.delay_s,
+            options.duration_s,
+            first,
+            end,
+            ready_fd,
+            options.thread_identity,
+            options.step_timer,
+            options.step_marker,
+            options.keep_script_settings,
+        )
+
+    def target(self) -> dict[str, Any]:
+        """The target as the workload's report keeps it."""
+        return {"kind": self.target_kind, "value": self.target_value, "args": self.target_args}

@@ -21,6 +21,7 @@ from tftrace.errors import TftraceError
 from . import manifest, rundir
 from .cluster_task import TaskError, expand_task
 from .environment import clock_anchor
+from .helper_configs import WorkloadConfig
 from .manifest_reader import Manifest
 from .options import DEFAULT_RUNS_DIR, RecordOptions
 from .record_sources import build, disabled
@@ -159,7 +160,8 @@ def record(options: RecordOptions) -> RecordResult:
     sources = build(run, options)
 
     ready_r, ready_w = os.pipe()
-    rundir.write_json_atomic(run / rundir.CHILD_CONFIG, _child_config(run, options, ready_w))
+    config = WorkloadConfig.of(run.path, options, ready_w)
+    rundir.write_json_atomic(run / rundir.CHILD_CONFIG, config.to_json())
 
     interrupts = _Interrupts()
     interrupts.install()
@@ -202,25 +204,6 @@ def record(options: RecordOptions) -> RecordResult:
         data, run, options, env, report, returncode, statuses, interrupts.signum, interrupts.forced
     )
     return RecordResult(run, _exit_code(returncode, interrupts), Manifest.from_json(final))
-
-
-def _child_config(run: RunDir, options: RecordOptions, ready_fd: int) -> dict[str, Any]:
-    target = options.target
-    return {
-        "run_dir": str(run.path.resolve()),
-        "target": {"kind": target.kind, "value": target.value, "args": list(target.args)},
-        "tf_profiler": {
-            "enabled": options.tf_profiler,
-            "delay_s": options.delay_s,
-            "duration_s": options.duration_s,
-            "steps": list(options.steps) if options.steps is not None else None,
-        },
-        "ready_fd": ready_fd,
-        "thread_identity": options.thread_identity,
-        "step_timer": options.step_timer,
-        "step_marker": options.step_marker,
-        "keep_script_settings": options.keep_script_settings,
-    }
 
 
 def _launch_workload(

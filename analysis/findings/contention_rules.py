@@ -14,8 +14,8 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
     from tftrace.analysis.metrics.contention import Contention
+    from tftrace.analysis.metrics.measured import Metrics
 
 # Other processes took at least this share of the usable core-time ...
 OTHERS_SHARE = 0.1
@@ -47,23 +47,23 @@ LIBRARY_VARIABLES = (
 )
 
 
-def _core_time(analysis: Analysis) -> tuple[int, float] | None:
+def _core_time(analysis: Metrics) -> tuple[int, float] | None:
     use = analysis.core_use
     if use is None or not use.cores or use.seconds <= 0:
         return None
     return use.cores, use.cores * use.seconds
 
 
-def _cause_core_s(analysis: Analysis, cause: str) -> float:
+def _cause_core_s(analysis: Metrics, cause: str) -> float:
     use = analysis.core_use
     if use is None or use.causes is None:
         return 0.0
     return float(use.causes.set_index("cause").loc[cause, "core_s"])
 
 
-def _cpu_and_wait(analysis: Analysis, pools: tuple[Pool, ...]) -> tuple[float, float]:
+def _cpu_and_wait(analysis: Metrics, pools: tuple[Pool, ...]) -> tuple[float, float]:
     """The CPU seconds of ``pools``' threads and the seconds they waited for a core, summed
-    (the kernel's counts, ``Analysis.cpu``)."""
+    (the kernel's counts, ``Metrics.cpu``)."""
     rows = [r for p in pools if (r := cpu_row(analysis, p)) is not None]
     return sum(float(r["cpu_s"]) for r in rows), sum(float(r["wait_s"]) for r in rows)
 
@@ -73,7 +73,7 @@ def _neighbours(held: Contention, count: int = 3) -> str:
     return ", ".join(f"{r.name} (pid {r.pid}) {r.core_s:.2f} core-s" for r in others.itertuples())
 
 
-def other_processes_take_cores(run: Run, analysis: Analysis) -> list[Finding]:
+def other_processes_take_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: other processes ran on the CPUs this one may use, and its threads waited for
     a core while they did: the time is theirs, and no thread setting wins it back.
 
@@ -111,7 +111,7 @@ def other_processes_take_cores(run: Run, analysis: Analysis) -> list[Finding]:
     ]
 
 
-def steal_time(run: Run, analysis: Analysis) -> list[Finding]:
+def steal_time(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: the hypervisor ran other guests on this machine's virtual CPUs, so the
     process got less CPU than its wall time says. Checked on the data: steal (``/proc/stat``)
     on the usable CPUs was at least ``STEAL_SHARE`` of their time. No setting helps."""
@@ -138,7 +138,7 @@ def steal_time(run: Run, analysis: Analysis) -> list[Finding]:
     ]
 
 
-def quota_throttles(run: Run, analysis: Analysis) -> list[Finding]:
+def quota_throttles(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: the cgroup's CPU quota held the process back: the kernel throttled it in
     many periods, because its busy threads outnumbered the quota. Checked on the data:
     throttled periods at least ``THROTTLED_SHARE`` of the window's periods. The advice is
@@ -209,7 +209,7 @@ def _library(run: Run) -> tuple[str, str, int]:
     return evidence.removeprefix("started in "), library_variable(evidence), len(threads)
 
 
-def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
+def library_pool_crowds_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: another library (BLAS, OpenMP) runs a thread pool of its own in the process,
     sized by the CPUs as TF's are: the pools crowd the cores, and threads wait for them.
 
@@ -297,7 +297,7 @@ def library_pool_crowds_cores(run: Run, analysis: Analysis) -> list[Finding]:
     ]
 
 
-def tf_data_competes(run: Run, analysis: Analysis) -> list[Finding]:
+def tf_data_competes(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: tf.data's threads (its private pool, parallel maps) compete with the step's
     threads for the cores. Checked on the data (the OS sampler, the kernel's counts):
     tf.data's threads ran at least ``TF_DATA_CPU_SHARE`` of the core-time, and the step's

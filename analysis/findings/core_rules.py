@@ -12,7 +12,7 @@ from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
 UNDERUSED = 0.6  # at most 60 % of the usable cores busy or wanted (run-queue wait) on average
 # Severity by the share of the idle core-time that a thread setting can act on.
@@ -102,7 +102,7 @@ def _setting(cause: str | None, use: CoreUse, run: Run) -> AdvisedSetting | None
     return None
 
 
-def underused_cores(run: Run, analysis: Analysis) -> list[Finding]:
+def underused_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """The process kept fewer than ``UNDERUSED`` of its usable cores busy over the window."""
     use = analysis.core_use
     if use is None or not use.cores or use.cores < 2 or use.seconds <= 0:

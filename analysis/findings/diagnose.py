@@ -1,4 +1,4 @@
-"""Run every rule on an analysed run: ``diagnose(run, analysis)`` -> findings, causes first, then
+"""Run every rule on a measured run: ``diagnose(run, metrics)`` -> findings, causes first, then
 most severe first.
 
 Each rule is a small function of the run and its metrics, documented with its premise and the
@@ -45,9 +45,9 @@ from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.model.run import Run
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
-RULES: tuple[Callable[[Run, Analysis], list[Finding]], ...] = (
+RULES: tuple[Callable[[Run, Metrics], list[Finding]], ...] = (
     idle_cores_while_work_waited,
     ops_too_small_to_split,
     intra_pool_size_vs_cores,
@@ -124,7 +124,7 @@ def with_causes(found: list[Finding]) -> list[Finding]:
     return sorted(marked, key=lambda f: (bool(f.consequence_of), SEVERITY_ORDER[f.severity]))
 
 
-def diagnose(run: Run, analysis: Analysis) -> list[Finding]:
+def diagnose(run: Run, analysis: Metrics) -> list[Finding]:
     """Every rule's findings over the analysis window: causes first, then most severe first."""
     window = analysis.window or trace_window(run)
     found = [

@@ -1,4 +1,4 @@
-"""Small readers of an Analysis that the rules share: a breakdown share, a pool's row, ..."""
+"""Small readers of the Metrics that the rules share: a breakdown share, a pool's row, ..."""
 
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import EXECUTOR_CONTEXT_TYPE, EXECUTOR_PROCESS
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
 
-def category_share(analysis: Analysis, category: str) -> float:
+def category_share(analysis: Metrics, category: str) -> float:
     b = analysis.breakdown.set_index("category")["share"]
     return float(b.get(category, 0.0))
 
 
-def pool_row(analysis: Analysis, pool: Pool) -> pd.Series | None:
+def pool_row(analysis: Metrics, pool: Pool) -> pd.Series | None:
     rows = analysis.pools[analysis.pools["pool"] == pool.value]
     return rows.iloc[0] if len(rows) else None
 
 
-def cpu_row(analysis: Analysis, pool: Pool) -> pd.Series | None:
+def cpu_row(analysis: Metrics, pool: Pool) -> pd.Series | None:
     rows = analysis.cpu[analysis.cpu["pool"] == pool.value]
     return rows.iloc[0] if len(rows) else None
 
@@ -37,7 +37,7 @@ def severity_for(share: float) -> Severity:
     return Severity.HIGH if share >= 0.25 else Severity.MEDIUM if share >= 0.1 else Severity.LOW
 
 
-def parallelism_while_busy(analysis: Analysis, pool: Pool) -> float | None:
+def parallelism_while_busy(analysis: Metrics, pool: Pool) -> float | None:
     """Mean busy threads of ``pool`` over the time at least one was busy (None: never busy):
     how many things the pool did at a time when it worked, whatever its idle time."""
     c = analysis.concurrency.get(pool)

@@ -21,13 +21,13 @@ from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import INTER_OP_THREADS_ENV, INTRA_OP_THREADS_ENV
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
 # Rule 1 -----------------------------------------------------------------------------------
 QUEUE_SHARE = 0.05  # closures waited with a core free for >= 5 % of the window
 
 
-def idle_cores_while_work_waited(run: Run, analysis: Analysis) -> list[Finding]:
+def idle_cores_while_work_waited(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: independent ops waited for an inter-op thread while cores could have run them.
 
     Checked on the data: inter-op closures were queued (Record -> StartRegion) during at least
@@ -81,7 +81,7 @@ SMALL_OPS_ACTION = (
 )
 
 
-def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
+def ops_too_small_to_split(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: ops that Eigen did not split left cores idle that splitting would have used.
 
     Checked on the data: the headline's "ops too small to split" (``metrics/small_ops.py``): op
@@ -135,7 +135,7 @@ def ops_too_small_to_split(run: Run, analysis: Analysis) -> list[Finding]:
 WAIT_RATIO = 0.2  # workers runnable but not running >= 20 % of their CPU time
 
 
-def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
+def intra_pool_size_vs_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """Premises: more intra-op workers than cores make them queue for a core; fewer, all busy,
     leave cores that a larger pool would use.
 
@@ -198,7 +198,7 @@ def intra_pool_size_vs_cores(run: Run, analysis: Analysis) -> list[Finding]:
 INLINE_SHARE = 0.2  # ops ran inline on their callers >= 20 % of the window
 
 
-def inline_ops(run: Run, analysis: Analysis) -> list[Finding]:
+def inline_ops(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: with intra_op_parallelism_threads = 1 every op runs on its caller, one core per
     op, while other cores are free.
 
@@ -233,7 +233,7 @@ SPIN_SHARE = 0.04  # >= 4 % of the Eigen workers' CPU was used outside every clo
 SPIN_MIN_S = 0.05  # ... and at least 50 ms of it
 
 
-def eigen_spin(run: Run, analysis: Analysis) -> list[Finding]:
+def eigen_spin(run: Run, analysis: Metrics) -> list[Finding]:
     """Eigen workers on a CPU while outside every closure: spinning before they sleep.
 
     Spin is measured directly: per worker and per /proc sample interval, the CPU it accrued

@@ -14,7 +14,7 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
     from tftrace.analysis.metrics.requests import Requests
 
 # A request waits for an inter-op thread for at least this share of its latency, on average.
@@ -35,12 +35,12 @@ ALONE_MIN_CORES = 4
 ALONE_BUSY_SHARE = 0.5
 
 
-def _cores(run: Run, analysis: Analysis) -> int | None:
+def _cores(run: Run, analysis: Metrics) -> int | None:
     use = analysis.core_use
     return use.cores if use is not None and use.cores else run.manifest.usable_cpus
 
 
-def _mean(analysis: Analysis, pool: Pool) -> float:
+def _mean(analysis: Metrics, pool: Pool) -> float:
     row = pool_row(analysis, pool)
     return 0.0 if row is None else float(row["mean"])
 
@@ -50,7 +50,7 @@ def _wait_share(requests: Requests, category: str) -> float:
     return float(shares.get(category, 0.0))
 
 
-def _crowded(run: Run, analysis: Analysis) -> dict[str, float] | None:
+def _crowded(run: Run, analysis: Metrics) -> dict[str, float] | None:
     """The pools' busy threads, summed, against the cores, and the run-queue wait that shows
     it; None when the pools do not crowd the cores."""
     cores = _cores(run, analysis)
@@ -78,7 +78,7 @@ def _crowded(run: Run, analysis: Analysis) -> dict[str, float] | None:
     }
 
 
-def _inter_op_cpu_per_busy(analysis: Analysis) -> float | None:
+def _inter_op_cpu_per_busy(analysis: Metrics) -> float | None:
     """The inter-op threads' CPU seconds per traced busy second (the OS sampler's); None
     without it."""
     row = cpu_row(analysis, Pool.INTER_OP)
@@ -87,7 +87,7 @@ def _inter_op_cpu_per_busy(analysis: Analysis) -> float | None:
     return float(row["cpu_per_busy"])
 
 
-def _run_queue_share(run: Run, analysis: Analysis) -> float | None:
+def _run_queue_share(run: Run, analysis: Metrics) -> float | None:
     """The process's run-queue wait over the window's core-time; None without the sampler."""
     cores, use = _cores(run, analysis), analysis.core_use
     if run.samples.empty or use is None or not cores or use.seconds <= 0:
@@ -95,7 +95,7 @@ def _run_queue_share(run: Run, analysis: Analysis) -> float | None:
     return use.run_queue_core_s / (cores * use.seconds)
 
 
-def requests_queue_for_inter_op(run: Run, analysis: Analysis) -> list[Finding]:
+def requests_queue_for_inter_op(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: more requests are in flight than there are inter-op threads, so requests wait
     for one, while the cores would have room for one thread per request: the pools do not
     crowd them now (that is the next rule), and the requests do not split their ops over the
@@ -144,7 +144,7 @@ def requests_queue_for_inter_op(run: Run, analysis: Analysis) -> list[Finding]:
     ]
 
 
-def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
+def pools_crowd_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: a server's requests each take an inter-op thread, and each of those splits its
     ops over the Eigen pool: together the two pools keep more threads busy than there are
     cores, and they wait for cores instead of working. The answer: intra-op 1, and an
@@ -203,7 +203,7 @@ def pools_crowd_cores(run: Run, analysis: Analysis) -> list[Finding]:
     ]
 
 
-def _python_on_cpu(analysis: Analysis) -> float:
+def _python_on_cpu(analysis: Metrics) -> float:
     """The Python threads' mean CPUs over the window (the kernel's count; 0 without the OS
     sampler): the request threads' own work, which an inter-op thread cannot take over."""
     use = analysis.core_use
@@ -226,7 +226,7 @@ def _crowd_evidence(crowd: dict[str, float]) -> str:
     )
 
 
-def one_request_at_a_time(run: Run, analysis: Analysis) -> list[Finding]:
+def one_request_at_a_time(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: a server that has one request in flight at a time cannot use many cores
     however its pools are sized: the cores wait for requests, not for threads. Batching
     requests, or serving more of them at once, is what fills them.
@@ -266,7 +266,7 @@ def one_request_at_a_time(run: Run, analysis: Analysis) -> list[Finding]:
 
 
 def without_splitting_for_busy_servers(
-    run: Run, analysis: Analysis, found: list[Finding]
+    run: Run, analysis: Metrics, found: list[Finding]
 ) -> list[Finding]:
     """``found`` less the findings that advise a larger intra-op pool for a server with a
     request in flight per core or more: each core already has a request to run, so splitting

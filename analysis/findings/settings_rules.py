@@ -15,7 +15,7 @@ from tftrace.analysis.model.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
 
 def _sized(key: str, size: int) -> AdvisedSetting:
@@ -26,7 +26,7 @@ def _sized(key: str, size: int) -> AdvisedSetting:
 
 
 # Rule 8 -----------------------------------------------------------------------------------
-def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
+def pinned_sizes_vs_cpus(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: a pool size fixed by hand (env or config) no longer follows the CPUs the process
     may use, and a default size follows the CPUs but not a cgroup quota.
 
@@ -78,7 +78,7 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Analysis) -> list[Finding]:
 
 
 # Rule 9 -----------------------------------------------------------------------------------
-def setters_too_late(run: Run, analysis: Analysis) -> list[Finding]:
+def setters_too_late(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: a threading setter called after TF started does nothing (it raises), so the run
     used other sizes than the script asked for.
 

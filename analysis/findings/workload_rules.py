@@ -20,14 +20,14 @@ from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS
 
 if TYPE_CHECKING:
-    from tftrace.analysis.analyze import Analysis
+    from tftrace.analysis.metrics.measured import Metrics
 
 
 # Rule 5 -----------------------------------------------------------------------------------
 PYTHON_SHARE = 0.4
 
 
-def python_bound(run: Run, analysis: Analysis) -> list[Finding]:
+def python_bound(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: time spent in Python holds the GIL, so no pool size shortens it.
 
     Checked on the data: the breakdown's "python / host" (a py_function op running, or the main
@@ -58,7 +58,7 @@ STARVING_SHARE = 0.3  # the main thread waited in IteratorGetNext >= 30 % of the
 SEQUENTIAL_PARALLELISM = 1.3  # < 1.3 elements in flight at a time while tf.data worked
 
 
-def input_pipeline(run: Run, analysis: Analysis) -> list[Finding]:
+def input_pipeline(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: the step waits for its input, so the pipeline, not the step, sets the pace.
 
     Checked on the data: the main thread was inside ``IteratorGetNext`` (the union of those

@@ -9,7 +9,6 @@ way the workload ends.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import runpy
 import signal
@@ -21,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from ..environment import clock_anchor
+from ..helper_configs import WorkloadConfig
 from ..rundir import IDENTITY, STEPS, WORKLOAD_REPORT, write_json_atomic
 from . import setter_calls
 from .own_account import allow_tracer, describe_tf, launched_into, new_report
@@ -110,11 +110,11 @@ def _exit_code_of(exc: SystemExit) -> int:
 
 
 def main(config_path: str) -> int:
-    config = json.loads(Path(config_path).read_text())
-    run_dir = Path(config["run_dir"])
-    report = new_report(config["target"])
+    config = WorkloadConfig.read(Path(config_path))
+    run_dir = Path(config.run_dir)
+    report = new_report(config.target())
     try:
-        check_module(config["target"])
+        check_module(config.target())
     except SetupError as e:
         report["setup_error"] = str(e)
         write_json_atomic(run_dir / WORKLOAD_REPORT, report)
@@ -125,33 +125,30 @@ def main(config_path: str) -> int:
 
     identity = IdentityRecorder()
     watcher: IdentityWatcher | None = None
-    if config.get("thread_identity", True):
+    if config.thread_identity:
         hook_python_threads(identity)
         watcher = IdentityWatcher(identity)
         watcher.start()
 
     window: ProfilerWindow | None = None
     timer: StepTimer | None = None
-    profiling = config["tf_profiler"]["enabled"]
-    if profiling or config.get("step_timer"):
+    profiling = config.tf_profiler
+    if profiling or config.step_timer:
         try:
-            setter_calls.install(
-                report["setter_calls"], apply=config.get("keep_script_settings", True)
-            )
+            setter_calls.install(report["setter_calls"], apply=config.keep_script_settings)
         except Exception as e:
             report["setter_calls_error"] = f"{type(e).__name__}: {e}"
     libraries = ThreadLibraries()
     if profiling:
-        window = ProfilerWindow(
-            str(run_dir), config["tf_profiler"]["delay_s"], config["tf_profiler"]["duration_s"]
-        )
+        window = ProfilerWindow(str(run_dir), config.delay_s, config.duration_s)
         window.on_stop = lambda: libraries.take("profiler window end")
-    steps = config["tf_profiler"].get("steps")
-    step_window = StepWindow(window, (steps[0], steps[1])) if window is not None and steps else None
-    if config.get("step_timer") or step_window is not None:
+    step_window = None
+    if window is not None and config.first_step is not None:
+        step_window = StepWindow(window, (config.first_step, config.end_step))
+    if config.step_timer or step_window is not None:
         timer = StepTimer(
-            config.get("step_marker"),
-            keep_rows=bool(config.get("step_timer")),
+            config.step_marker,
+            keep_rows=config.step_timer,
             on_begin=step_window.begin if step_window else None,
             on_end=step_window.end if step_window else None,
         )
@@ -159,7 +156,7 @@ def main(config_path: str) -> int:
             timer.install()
         except Exception as e:
             timer.errors.append(f"{type(e).__name__}: {e}")
-    _signal_ready(config.get("ready_fd"))
+    _signal_ready(config.ready_fd)
     # --delay counts from here: the workload's own code, after the recorder's set-up.
     report["code_start_anchor"] = clock_anchor()
     report["code_start_cpu_ns"] = time.process_time_ns()
@@ -170,7 +167,7 @@ def main(config_path: str) -> int:
     interrupted = False
     namespace: dict[str, Any] = {}
     try:
-        namespace = run_target(config["target"])
+        namespace = run_target(config.target())
     except SystemExit as e:
         exit_code = _exit_code_of(e)
     except KeyboardInterrupt:
@@ -199,7 +196,7 @@ def main(config_path: str) -> int:
         if watcher is not None:
             watcher.stop()
             write_json_atomic(run_dir / IDENTITY, identity.to_json())
-        if timer is not None and config.get("step_timer"):
+        if timer is not None and config.step_timer:
             write_json_atomic(run_dir / STEPS, timer.to_json(), indent=None)
         libraries.take("end of run")
         libraries.write(run_dir)
