@@ -85,14 +85,16 @@ class Analysis(Metrics):
             "breakdown": records(self.breakdown),
             "steps": {
                 "source": self.steps.source,
-                **self.steps.stats(),
-                "summary": summary.to_json() if (summary := self.steps.summary()) else None,
+                **self.step_stats,
+                "summary": summary.to_json() if (summary := self.step_summary) else None,
                 "table": records(self.steps.table),
             },
             "shape": self.shape,
             "requests": self.requests.to_json() if self.requests else None,
             "python_time": self.python_time.to_json() if self.python_time else None,
             "missing": self.run.missing,
+            # figures computed for the outputs, after the keys scripts already read
+            "step_concurrency": records(self.step_concurrency),
         }
 
     def __repr__(self) -> str:

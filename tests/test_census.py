@@ -30,11 +30,11 @@ from tftrace.analysis.metrics.census_pools import (
     census_pools,
     last_report,
 )
+from tftrace.analysis.metrics.figures import census_stack
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool, pool_of_identity
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.render import census_text
-from tftrace.analysis.render.figure_data import census_stack
 from tftrace.analysis.render.formatting import markdown_text
 from tftrace.analysis.render.html_sections import census_section
 from tftrace.analysis.render.terminal import render_text
@@ -343,7 +343,7 @@ def test_html_escapes_the_census(sample: Any):
 
 
 def test_markdown_escapes_pipes(sample: Any):
-    text = census_text.markdown(evil_analysis(sample).census)
+    text = census_text.markdown(evil_analysis(sample))
     assert markdown_text(EVIL).endswith("\\|") and markdown_text(EVIL) in text
     assert "<script>" not in text and "[bold]" not in text  # no HTML, no link syntax
     lines = [line for line in text.splitlines() if line.startswith("| blas/openmp")]
@@ -353,7 +353,7 @@ def test_markdown_escapes_pipes(sample: Any):
 def test_summary_lines(sample: Any):
     taken = report([OPENBLAS], env={"OPENBLAS_NUM_THREADS": "2"})
     census = thread_census(sample.run, sample.window, libraries=libraries(taken))
-    lines = census_text.summary_lines(census)
+    lines = census_text.summary_lines(dataclasses.replace(sample, census=census))
     assert lines[0] == (
         "pools sized for 6 threads (inter-op 2 + intra-op 2 + blas/openmp 2) on 2 usable CPUs: "
         "3.0 per CPU"

@@ -170,9 +170,9 @@ def test_export_window_reaches_each_hosts_tables(
     asked: list[tuple[Any, ...]] = []
     real = request_slices.window_requests
 
-    def recording(run: Any, *args: Any, **kw: Any) -> Any:
-        asked.append((*args, *kw.values()))
-        return real(run, *args, **kw)
+    def recording(figures: Any) -> Any:
+        asked.append((figures.window_arg, figures.warmup_arg))
+        return real(figures)
 
     monkeypatch.setattr(request_slices, "window_requests", recording)
     path = job if hosts else job / "worker-0"

@@ -43,6 +43,7 @@ from tftrace.analysis.export.window_marks import WINDOW_TRACK
 from tftrace.analysis.metrics.busy import PYTHON_POOLS
 from tftrace.analysis.metrics.concurrency import pool_concurrency
 from tftrace.analysis.metrics.intervals import StepFunction
+from tftrace.analysis.metrics.trace_figures import trace_figures
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
@@ -57,7 +58,7 @@ OUR_PHASES = {"M", "X", "C", "s", "f"}
 @pytest.fixture(scope="module", params=RUNS, ids=[r.name for r in RUNS])
 def sample(request: pytest.FixtureRequest) -> tuple[Run, dict[str, Any], Checked]:
     run = load(request.param)
-    trace = build_trace(run)
+    trace = build_trace(trace_figures(run))
     return run, trace, validate(trace)
 
 
@@ -236,7 +237,7 @@ def test_names_are_json_escaped_not_interpreted(tmp_path: Path):
 
     run = renamed(load(SAMPLE_RUN))
     path = tmp_path / "nasty.json"
-    write_trace(build_trace(run), path)
+    write_trace(build_trace(trace_figures(run)), path)
     text = path.read_text(encoding="utf-8")
     assert json.dumps(NASTY) in text  # escaped: "<script>alert(1)</script>\"\\"
     loaded = json.loads(text)
@@ -335,10 +336,10 @@ def table_run(request: pytest.FixtureRequest) -> Run:
 
 def test_tables_round_trip_csv(table_run: Run, tmp_path: Path):
     run = table_run
-    write_tables(run, tmp_path, "csv")
+    write_tables(trace_figures(run), tmp_path, "csv")
     contract = json.loads((tmp_path / SCHEMA_FILE).read_text())
     assert contract["format"] == "csv" and contract["time_unit"] == "ns"
-    frames = table_frames(run)
+    frames = table_frames(trace_figures(run))
     assert list(frames) == list(EXPORTED) and len(frames["steps"]) >= 3
     for name, table in EXPORTED.items():
         declared = contract["tables"][name]
@@ -366,8 +367,8 @@ def test_tables_round_trip_csv(table_run: Run, tmp_path: Path):
 
 def test_tables_round_trip_parquet(table_run: Run, tmp_path: Path):
     run = table_run
-    write_tables(run, tmp_path, "parquet")
-    frames = table_frames(run)
+    write_tables(trace_figures(run), tmp_path, "parquet")
+    frames = table_frames(trace_figures(run))
     for name in EXPORTED:
         # pyarrow alone: integers (nullable ones too) keep their types, categoricals come back
         # as categoricals, and text as pandas' string type.
@@ -454,7 +455,7 @@ def test_fresh_recording_exports(record):
     assert sum(s.cat == "op" for s in checked.slices) == (run.events["kind"] == "op").sum()
     for pid, pool in pool_of_pid(checked).items():
         assert counter_peaks(checked)[pid] == pool_concurrency(run, pool).peak
-    frames = table_frames(run)
+    frames = table_frames(trace_figures(run))
     for fmt in ("csv", "parquet"):
         for name, frame in read_tables(out / fmt).items():
             expected = frames[name].reset_index(drop=True)

@@ -33,22 +33,13 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project modules ``name`` imports, at module level or inside a function (a lazy
-    import is still a dependency); imports under ``if TYPE_CHECKING`` do not count."""
+    """The project modules ``name`` imports, at module level, inside a function (a lazy
+    import is still a dependency) or under ``if TYPE_CHECKING`` (a type named is one too)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            return
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -96,6 +87,19 @@ def test_the_graph_sees_imports():
         "tftrace.analysis.xplane.decode", found["tftrace.analysis.xplane.decode"], set(found)
     )
     assert "tftrace.analysis.xplane.columns" in edges
+
+
+def test_the_graph_sees_type_checking_imports(tmp_path: Path):
+    # A result that names its renderer only for the type checker still depends on it.
+    module = tmp_path / "result.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from tftrace.analysis.diff.render import diff_text\n"
+    )
+    known = {"tftrace.analysis.diff.result", "tftrace.analysis.diff.render"}
+    edges = imports_of("tftrace.analysis.diff.result", module, known)
+    assert edges == {"tftrace.analysis.diff.render"}
 
 
 @pytest.mark.parametrize("name", sorted(modules()))

@@ -26,6 +26,7 @@ from tftrace.analysis.export.python_stacks import STACK_TID_BASE, python_stack_s
 from tftrace.analysis.export.trace import build_trace
 from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.python_time import python_time, stack_functions
+from tftrace.analysis.metrics.trace_figures import trace_figures
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import load
 from tftrace.analysis.render.html_sections import python_section
@@ -178,7 +179,7 @@ def test_terminal_and_html_show_it_where_python_matters():
 
 def test_export_nests_the_stacks_on_a_track_per_python_thread():
     run = hand_run()
-    slices = python_stack_slices(run)
+    slices = python_stack_slices(trace_figures(run))
     assert set(slices.thread.tolist()) == {STACK_TID_BASE + MAIN, STACK_TID_BASE + OTHER}
     main = [
         (n, int(s), int(e))
@@ -233,7 +234,7 @@ def test_burn_python_is_the_top_self_function(record, tmp_path: Path):
     assert len(small) == 1 and small["total_ns"].iloc[0] > 0
     assert result.health.samples and result.health.error_share is not None
 
-    checked = validate(build_trace(run))
+    checked = validate(build_trace(trace_figures(run)))
     (stack_track,) = [
         (pid, tid)
         for (pid, tid), name in checked.thread_names.items()

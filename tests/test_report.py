@@ -20,6 +20,8 @@ from browser import CHROMIUM, HEADLESS_FLAGS, Dom
 from builders import MS, hand_built_run
 from conftest import SAMPLE_RUN, SAMPLE_TRACES, modules_loaded_by, quiet_env, tftrace
 from tftrace.analysis.analyze import analyze
+from tftrace.analysis.metrics import figures as plot_data
+from tftrace.analysis.metrics import timeline as timeline_data
 from tftrace.analysis.metrics.breakdown import CATEGORIES
 from tftrace.analysis.metrics.busy import busy_intervals
 from tftrace.analysis.metrics.concurrency import concurrency_series, pool_concurrency
@@ -27,7 +29,6 @@ from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
-from tftrace.analysis.render import figure_data as plot_data
 from tftrace.analysis.render.html import FIGURES, SECTIONS
 from tftrace.tracer.manifest_reader import Manifest
 
@@ -87,7 +88,7 @@ def test_histograms_by_hand():
 
 
 def test_timeline_by_hand():
-    timeline = plot_data.thread_timeline(hand_built_run(), (0, 100 * MS))
+    timeline = timeline_data.thread_timeline(hand_built_run(), (0, 100 * MS))
     got = [
         (r.row, r.label, r.start_ns // MS, r.end_ns // MS) for r in timeline.itertuples(index=False)
     ]
@@ -102,7 +103,7 @@ def test_timeline_by_hand():
 
 def test_timeline_is_the_busy_intervals(sample21: Run):
     window = analyze(sample21).window
-    timeline = plot_data.thread_timeline(sample21, window)
+    timeline = timeline_data.thread_timeline(sample21, window)
     expected = {}
     for thread, (start, end) in busy_intervals(sample21, sample21.threads["thread"]).items():
         s, e = union(*clip(start, end, *window))
@@ -122,8 +123,8 @@ def test_timeline_is_the_busy_intervals(sample21: Run):
 
 def test_timeline_closes_sub_pixel_gaps(sample21: Run):
     window = analyze(sample21).window
-    full = plot_data.thread_timeline(sample21, window)
-    coarse = plot_data.thread_timeline(sample21, window, min_gap_ns=1_000_000)
+    full = timeline_data.thread_timeline(sample21, window)
+    coarse = timeline_data.thread_timeline(sample21, window, min_gap_ns=1_000_000)
     assert len(coarse) < len(full)
     for thread, g in coarse.groupby("thread"):
         f = full[full["thread"] == thread]
@@ -172,13 +173,14 @@ def test_plot_data_of_an_empty_trace(sample21: Run):
     from tftrace.analysis.model.schema import EVENTS, REGIONS, empty
 
     run = dataclasses.replace(sample21, events=empty(EVENTS), regions=empty(REGIONS))
-    data = plot_data.report_plot_data(analyze(run))
-    assert data.concurrency.empty and data.timeline.empty and data.queue_delay.empty
+    data = analyze(run)
+    assert data.concurrency_over_time.empty and data.thread_timeline.empty
+    assert data.queue_delay_distribution.empty
 
 
 def test_plot_data_and_page_do_not_load_matplotlib():
     loaded = modules_loaded_by(
-        "tftrace.cli", "tftrace.analysis.render.figure_data", "tftrace.analysis.render.html"
+        "tftrace.cli", "tftrace.analysis.metrics.figures", "tftrace.analysis.render.html"
     )
     assert "matplotlib" not in loaded
 
@@ -414,7 +416,7 @@ def test_command_module_imports_nothing_heavy():
 
 def test_report_plot_data_of_a_sample(sample21: Run):
     # the whole trace: the tf.data pipeline's closures run before the steady steps
-    data = plot_data.report_plot_data(analyze(sample21, window="all"))
-    assert isinstance(data.timeline, pd.DataFrame) and data.cores == 2
-    assert list(data.concurrency.columns) == ["t_ns", "t_s", *(p.value for p in POOLS)]
-    assert set(data.queue_delay["pool"]) == {"intra-op", "inter-op", "tf.data"}
+    data = analyze(sample21, window="all")
+    assert isinstance(data.thread_timeline, pd.DataFrame) and data.run.manifest.usable_cpus == 2
+    assert list(data.concurrency_over_time.columns) == ["t_ns", "t_s", *(p.value for p in POOLS)]
+    assert set(data.queue_delay_distribution["pool"]) == {"intra-op", "inter-op", "tf.data"}

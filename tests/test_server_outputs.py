@@ -45,12 +45,13 @@ from tftrace.analysis.export.trace_fields import (
     format_native,
     native_available,
 )
+from tftrace.analysis.metrics.request_figures import latency_distribution, requests_over_time
 from tftrace.analysis.metrics.requests import COLUMNS, REQUEST_CATEGORIES, Requests
 from tftrace.analysis.metrics.steps import find_steps
+from tftrace.analysis.metrics.trace_figures import trace_figures
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.model.schema import REQUESTS
 from tftrace.analysis.render import requests_text
-from tftrace.analysis.render.figure_data import latency_distribution, requests_over_time
 from tftrace.analysis.render.formatting import markdown_text
 from tftrace.analysis.render.html import (
     FIGURES,
@@ -264,8 +265,8 @@ def test_tab_json_has_the_requests_series(server):
     view = dashboard(analysis)["requests_view"]
     assert view["lines"] == requests_text.summary_lines(analysis)
     assert view["window_note"].endswith(analysis.window_basis)
-    assert view["latency"]["rows"] == [list(r) for r in requests_text.latency_rows(requests)]
-    assert view["breakdown"]["rows"] == [list(r) for r in requests_text.breakdown_rows(requests)]
+    assert view["latency"]["rows"] == [list(r) for r in requests_text.latency_rows(analysis)]
+    assert view["breakdown"]["rows"] == [list(r) for r in requests_text.breakdown_rows(analysis)]
     t = view["over_time"]
     n = len(t["t_s"])
     assert n > 10 and len(t["in_flight"]) == len(t["completed"]) == len(t["completed_per_s"]) == n
@@ -435,7 +436,7 @@ def test_export_requests_follow_the_window(server):
     run = analysis.run
     lo, hi = analysis.window
     half = f"{lo / 1e9:.3f}:{(lo + hi) / 2e9:.3f}"
-    found = window_requests(run, window=half)
+    found = window_requests(trace_figures(run, window=half))
     assert found is not None and found.basis.startswith("times ")
     assert 0 < len(found.requests.table) < len(analysis.requests.table)
     assert found.requests.table["start_ns"].max() < (lo + hi) / 2 + 1e6
@@ -555,19 +556,19 @@ def test_latency_distribution_by_hand():
 
 
 def test_figures_and_rows_with_several_hostile_functions():
-    from tftrace.analysis.render.figure_data import request_plot_data
     from tftrace.analysis.render.plots import png_bytes, request_figures
 
     ms = 1_000_000
     rows = [(i + 1, EVIL_SCRIPT if i % 2 else "a$b", i * ms, (i + 2) * ms) for i in range(20)]
     requests = hand_requests(rows, (0, 21 * ms))
-    figures = request_figures(request_plot_data(requests))
+    analysis = analyze(load(SAMPLE_RUN))
+    figures = request_figures(dataclasses.replace(analysis, requests=requests))
     assert list(figures) == [name for name, _, _ in REQUEST_FIGURES]
     for fig in figures.values():
         assert png_bytes(fig)[:4] == b"\x89PNG"  # a '$' in a name is text, not mathtext
-    empty = request_figures(request_plot_data(hand_requests([], (0, ms))))
+    empty = request_figures(dataclasses.replace(analysis, requests=hand_requests([], (0, ms))))
     assert all(png_bytes(f)[:4] == b"\x89PNG" for f in empty.values())
-    latency = requests_text.latency_rows(requests)
+    latency = requests_text.latency_rows(dataclasses.replace(analysis, requests=requests))
     assert [r[0] for r in latency] == ["all", EVIL_SCRIPT, "a$b"]
     assert latency[0][1] == "20" and latency[0][2] == "2.00"  # every request 2 ms
 
@@ -598,13 +599,14 @@ def test_request_slices_nest_on_the_thread_and_escape_names():
     ]
     requests = hand_requests(rows, (int(steps["start_ns"].min()), int(steps["end_ns"].max())))
     requests = dataclasses.replace(requests, table=requests.table.assign(thread=main_thread))
-    checked = validate(json.loads(trace_json(run, requests=requests)[0]))
+    figures = trace_figures(run)
+    checked = validate(json.loads(trace_json(figures, requests=requests)[0]))
     mine = [s for s in checked.slices if s.cat == REQUEST_CAT]
     assert [s.name for s in mine] == [EVIL_SCRIPT] * len(steps)
     assert [s.args["running_share"] for s in mine] == [1.0] * len(steps)
     # the step's own call slice starts and ends with it: the request is the outer one
-    assert validate(build_trace(run)).slices  # and without requests nothing changed
-    plain = json.loads(trace_json(run)[0])["traceEvents"]
+    assert validate(build_trace(figures)).slices  # and without requests nothing changed
+    plain = json.loads(trace_json(figures)[0])["traceEvents"]
     assert not [e for e in plain if e.get("cat") == REQUEST_CAT]
 
 

@@ -66,7 +66,9 @@ def test_no_trend_from_a_few_steps_and_no_outlier_in_steady_steps():
 
 
 def test_lines_say_it():
-    lines = step_summary_lines(summarize_steps(_table()))
+    analysis = analyze(load(SAMPLE_RUN), window="all")
+    many = dataclasses.replace(analysis, steps=Steps(analysis.steps.source, _table(), 40))
+    lines = step_summary_lines(many)
     assert lines[0] == (
         "step time: p50 12.00 ms, p90 12.00 ms, p99 46.10 ms; "
         "the last tenth of the steps took 20% longer than the first tenth"

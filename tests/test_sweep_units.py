@@ -170,8 +170,8 @@ def test_terminal_table_fits_100_columns_and_says_the_verdict(capsys):
     from types import SimpleNamespace
 
     from tftrace.analysis.findings import Finding, Severity
+    from tftrace.analysis.sweep.outcome import RecordedView, SweepResult
     from tftrace.analysis.sweep.report import recommendation, render
-    from tftrace.analysis.sweep.result import RecordedView, SweepResult
 
     runs = _runs({(1, 1): [2.0, 2.1, 2.2], (2, 1): [1.0, 1.1, 1.05], (4, 1): [1.3, 1.4, 1.35]})
     table = summarize(runs, (1, 1))

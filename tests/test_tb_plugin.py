@@ -21,10 +21,10 @@ from werkzeug.test import Client
 from conftest import SAMPLE_TRACES, modules_loaded_by, quiet_env
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.diff import diff
+from tftrace.analysis.metrics.figures import concurrency_stack
 from tftrace.analysis.model.run import load
 from tftrace.analysis.render import census_text
 from tftrace.analysis.render.core_use_text import headline
-from tftrace.analysis.render.figure_data import concurrency_stack
 from tftrace.analysis.tensorboard_plugin import PLUGIN_NAME, TAB_NAME
 from tftrace.analysis.tensorboard_plugin.cache import CACHE_FILE, DashboardCache, compute
 from tftrace.analysis.tensorboard_plugin.plugin import ThreadPoolsPlugin
@@ -86,7 +86,7 @@ def test_run_route_is_the_analysis(client: Client, logdir: Path) -> None:
     data = get_json(client, "/run?run=group/new")
     analysis = analyze(load(logdir / "group" / "new"))
     assert data["name"] == "group/new" and data["run"] == str(logdir / "group" / "new")
-    assert data["headline"] == headline(analysis.core_use) and data["headline"]
+    assert data["headline"] == headline(analysis) and data["headline"]
     assert [f["id"] for f in data["findings"]] == [f.id for f in analysis.findings]
     for sent, finding in zip(data["findings"], analysis.findings, strict=True):
         assert sent["evidence"] == json.loads(json.dumps(finding.evidence))
@@ -120,8 +120,8 @@ def test_run_route_is_the_analysis(client: Client, logdir: Path) -> None:
     assert all(t["evidence"] and t["pool"] for t in data["threads"])
     # every thread by pool against the CPUs: the terminal's table
     assert analysis.census is not None
-    assert data["census_view"]["rows"] == [list(r) for r in census_text.rows(analysis.census)]
-    assert data["census_view"]["title"] == census_text.title(analysis.census)
+    assert data["census_view"]["rows"] == [list(r) for r in census_text.rows(analysis)]
+    assert data["census_view"]["title"] == census_text.title(analysis)
 
 
 def test_diff_route_is_tftrace_diff(client: Client, logdir: Path) -> None:

@@ -158,7 +158,7 @@ def test_the_tab_shows_a_runs_tables_figures_and_findings(server: str, tmp_path:
         assert pool in dom.cells
     for name in ("tf_Compute", "tf_numa_-1_Eigen", "MainThread"):
         assert name in dom.cells  # the threads table
-    assert analysis.census is not None and census_text.title(analysis.census) in text
+    assert analysis.census is not None and census_text.title(analysis) in text
     options = [a.get("value") for t, a in dom.tags if t == "option"]
     runs = sorted(["a", "b", EVIL_IMG])  # in name order, as TensorBoard lists runs
     assert options == [*runs, "", *runs]

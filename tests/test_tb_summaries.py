@@ -351,8 +351,9 @@ def test_tensorboard_stops_on_ctrl_c_even_when_started_with_it_ignored(
 
 def test_many_steps_become_at_most_max_points() -> None:
     """2,500 steps: 1,000 points, each the mean of its run of consecutive steps, at its last."""
+    from tftrace.analysis.metrics.figures import STEP_POINTS as MAX_POINTS
+    from tftrace.analysis.metrics.figures import step_points
     from tftrace.analysis.metrics.steps import COLUMNS
-    from tftrace.analysis.render.tensorboard import MAX_POINTS, step_points
 
     n = 2500
     table = pd.DataFrame({c: np.zeros(n) for c in COLUMNS})

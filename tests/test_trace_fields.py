@@ -23,6 +23,7 @@ from tftrace.analysis.export.trace_fields import (
     format_native,
     native_available,
 )
+from tftrace.analysis.metrics.trace_figures import trace_figures
 from tftrace.analysis.model.run import load
 
 needs_native = pytest.mark.skipif(not native_available(), reason="C writer not built")
@@ -100,11 +101,11 @@ def test_event_order_is_the_four_key_sort():
 @needs_native
 @pytest.mark.parametrize("run_dir", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
 def test_the_writers_agree_on_real_traces(run_dir, monkeypatch: pytest.MonkeyPatch):
-    run = load(run_dir)
-    native, count = trace.trace_json(run)
+    figures = trace_figures(load(run_dir))
+    native, count = trace.trace_json(figures)
     monkeypatch.setattr(trace_fields, "native_available", lambda: False)
     monkeypatch.setattr(trace_fields, "_events", None)  # the order falls back to lexsort too
-    arrow, same_count = trace.trace_json(run)
+    arrow, same_count = trace.trace_json(figures)
     assert count == same_count > 100
     assert bytes(native) == arrow
 

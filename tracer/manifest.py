@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any
 
-from tftrace import __version__
 from tftrace.analysis.model.vocabulary import PROFILE_VIEWER_DISTRIBUTIONS, TF_DISTRIBUTIONS
+from tftrace.version import __version__
 
 from .cluster_task import TaskError, clock_sync, task_of
 from .environment import (

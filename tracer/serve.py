@@ -16,23 +16,21 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .child.thread_identity import IdentityRecorder, IdentityWatcher, hook_python_threads
 from .cluster_task import TaskError, task_of
-from .environment import clock_anchor
 from .helper_configs import ServeHelperConfig
 from .helper_process import answer, end_helper, launch_helper
 from .in_process import warn
 from .options import DEFAULT_SAMPLE_HZ
 from .sample_buffer import DEFAULT_KEEP_S
 from .serve_access import DEFAULT_HOST, TOKEN_ENV
+from .serve_endpoint import start_endpoint
+from .server import Server
 
 _lock = threading.Lock()
 _served: list[Server] = []  # the one server of this process, once started
@@ -45,41 +43,6 @@ def task_name() -> str | None:
     except TaskError:
         return None
     return task["name"] if task is not None else None
-
-
-@dataclass
-class Server:
-    """What ``tftrace.serve`` started in this process, and where a capture reaches it.
-
-    ``port``: TensorFlow's profiler server (``tftrace capture grpc://HOST:PORT``);
-    ``data_port``: tftrace's endpoint for the rest of the run data, on ``host``; ``task``: the
-    TF_CONFIG task (``worker-0``) that names this host's directory in a capture; ``sampler``
-    and ``identity``: ``"running"``, or why not (a capture still gets the trace); ``token``:
-    what a capture must give the endpoint (``?token=``), None on loopback.
-
-    Example::
-
-        server = tftrace.serve(6009)
-        print(server.port, server.data_port, server.sampler)  # 6009 6010 running
-    """
-
-    port: int
-    data_port: int
-    task: str | None
-    sample_hz: float
-    keep_s: float
-    host: str = DEFAULT_HOST
-    token: str | None = field(default=None, repr=False)
-    started: dict[str, int] = field(default_factory=clock_anchor)  # clock_anchor() at start
-    sampler: str = "not started"
-    identity: str = "not started"
-    buffer: Path | None = None  # the helper's directory: os_threads/ of the last keep_s
-    recorder: IdentityRecorder | None = field(default=None, repr=False)
-    helper: subprocess.Popen[str] | None = field(default=None, repr=False)
-    http: Any = field(default=None, repr=False)
-
-    def sampler_alive(self) -> bool:
-        return self.helper is not None and self.helper.poll() is None
 
 
 def serve(
@@ -162,8 +125,6 @@ def _start(port: int, data_port: int | None, host: str, hz: float, keep_s: float
     if not (hz > 0 and keep_s > 0):
         warn(f"tftrace.serve: sample_hz and keep_s must be positive, not {hz!r}, {keep_s!r}")
         return None
-    from .serve_endpoint import start_endpoint
-
     server = Server(port, data_port or port + 1, task_name(), float(hz), float(keep_s))
     server.host = host.strip()
     try:

@@ -46,7 +46,7 @@ from .serve_access import Access, EndpointServer, GuardedHandler, access_for, bi
 from .sources import SourceState, SourceStatus
 
 if TYPE_CHECKING:
-    from .serve import Server
+    from .server import Server
 
 PROTOCOL = 1
 PREFIX = "/tftrace/v1/"

@@ -33,6 +33,7 @@ from tftrace.analysis.cluster.host import HostSummary, summarize_host
 from tftrace.analysis.cluster.layout import Layout, find_hosts
 from tftrace.analysis.diff.result import records
 from tftrace.analysis.findings.finding import Finding
+from tftrace.analysis.presenting import as_text
 
 
 @dataclass(frozen=True, repr=False)
@@ -99,9 +100,7 @@ class ClusterAnalysis:
         return f"<ClusterAnalysis {self.path}: {len(self.hosts)} hosts, straggler {who}>"
 
     def __str__(self) -> str:
-        from tftrace.analysis.cluster.render import cluster_text
-
-        return cluster_text(self)
+        return as_text(self)
 
 
 def default_executor(jobs: int) -> Executor:

@@ -22,6 +22,7 @@ import pandas as pd
 from tftrace.analysis.cluster.analyze import ClusterAnalysis, analyze_cluster
 from tftrace.analysis.diff.result import records
 from tftrace.analysis.diff.stats import StepTimeDiff, compare_steps
+from tftrace.analysis.presenting import as_html, as_text
 
 if TYPE_CHECKING:
     from tftrace.analysis.diff.result import RunDiff
@@ -130,9 +131,7 @@ class ClusterDiff:
 
     def to_html(self) -> str:
         """A self-contained HTML page of the comparison (each host's whole diff included)."""
-        from tftrace.analysis.cluster.diff_render import cluster_diff_page
-
-        return cluster_diff_page(self)
+        return as_html(self)
 
     def __repr__(self) -> str:
         return (
@@ -141,9 +140,7 @@ class ClusterDiff:
         )
 
     def __str__(self) -> str:
-        from tftrace.analysis.cluster.diff_render import cluster_diff_text
-
-        return cluster_diff_text(self)
+        return as_text(self)
 
 
 def diff_clusters(

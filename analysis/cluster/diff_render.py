@@ -1,18 +1,22 @@
-"""A ``ClusterDiff`` shown: terminal text and a self-contained HTML page, both from the same
-rows of plain text. Host names, paths and reasons come from the jobs: the page shows them only
-through ``esc`` (``formatting.html_text``), the terminal through ``printable``. Nothing is
-computed here."""
+"""A ``ClusterDiff`` shown: terminal text (rich tables, as a single run's) and a self-contained
+HTML page, both from the same ``Table`` values. Host names, paths and reasons come from the
+jobs: the page shows them only escaped (``html_table`` / ``esc``), the terminal as text
+(``print_table`` / ``console.say``: printable, never rich markup). Nothing is computed here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.diff.render import headline, tables
-from tftrace.analysis.render.formatting import fmt, printable
+from tftrace.analysis.render.console import capture, say
+from tftrace.analysis.render.formatting import fmt
 from tftrace.analysis.render.html import page
-from tftrace.analysis.render.html_sections import esc, note, section, table
+from tftrace.analysis.render.html_sections import esc, note, section
+from tftrace.analysis.render.table import Table, html_table, print_table
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tftrace.analysis.cluster.analyze import ClusterAnalysis
     from tftrace.analysis.cluster.diff import ClusterDiff
 
@@ -53,8 +57,9 @@ def job_lines(d: ClusterDiff) -> list[str]:
     return lines
 
 
-def host_rows(d: ClusterDiff) -> list[tuple[str, ...]]:
-    return [
+def hosts_table(d: ClusterDiff) -> Table:
+    """Each host's verdict; the hosts not compared, and why, as notes."""
+    rows = [
         (
             str(r.host),
             str(r.verdict),
@@ -65,17 +70,18 @@ def host_rows(d: ClusterDiff) -> list[tuple[str, ...]]:
         )
         for r in d.hosts.itertuples()
     ]
+    problems = tuple(f"{host} not compared: {why}" for host, why in d.problems.items())
+    # as wide as its title: a title wraps at the width of its table
+    wide = {"min_width": len(HOSTS_TITLE)}
+    return Table(HOSTS_TITLE, HOSTS_HEADERS, rows, text_columns=2, notes=problems, options=wide)
 
 
-def problem_lines(d: ClusterDiff) -> list[str]:
-    return [f"{host} not compared: {why}" for host, why in d.problems.items()]
-
-
-def worker_rows(d: ClusterDiff) -> list[tuple[str, ...]]:
-    return [
+def workers_table(d: ClusterDiff) -> Table:
+    rows = [
         (str(r[0]), *(fmt(v, ".1f") for v in r[1:]))
         for r in d.workers.itertuples(index=False, name=None)
     ]
+    return Table(WORKERS_TITLE, WORKERS_HEADERS, rows)
 
 
 def straggler_line(c: ClusterAnalysis) -> str:
@@ -89,40 +95,34 @@ def straggler_line(c: ClusterAnalysis) -> str:
     )
 
 
-def _text_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    rows = [tuple(map(printable, r)) for r in rows]
-    widths = [max(len(c) for c in col) for col in zip(headers, *rows, strict=True)]
-    line = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [line.format(*headers).rstrip(), *(line.format(*r).rstrip() for r in rows)]
+def render(d: ClusterDiff, out: Console) -> None:
+    for line in job_lines(d):
+        say(out, line)
+    print_table(out, hosts_table(d))
+    print_table(out, workers_table(d))
+    for line in ("straggler", f"  A: {straggler_line(d.a)}", f"  B: {straggler_line(d.b)}"):
+        say(out, line)
 
 
 def cluster_diff_text(d: ClusterDiff) -> str:
     """What ``print(cluster_diff)`` and ``tftrace diff DIR_A DIR_B`` show."""
-    out = job_lines(d)
-    out += ["", HOSTS_TITLE, *_text_table(HOSTS_HEADERS, host_rows(d)), *problem_lines(d)]
-    out += ["", WORKERS_TITLE, *_text_table(WORKERS_HEADERS, worker_rows(d))]
-    out += ["", "straggler", f"  A: {straggler_line(d.a)}", f"  B: {straggler_line(d.b)}"]
-    return "\n".join(map(printable, out)) + "\n"
+    return capture(lambda out: render(d, out))
 
 
 def cluster_diff_page(d: ClusterDiff) -> str:
     """The comparison as one self-contained page: the job's verdict, each host's verdict, the
     workers, the stragglers, then each host's whole comparison."""
-    hosts = table(HOSTS_HEADERS, host_rows(d), text_columns=2) if len(d.hosts) else ""
-    hosts += "".join(note(line) for line in problem_lines(d)) or ("" if hosts else note("none"))
     pairs = [("A", straggler_line(d.a)), ("B", straggler_line(d.b))]
     straggler = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
     body = "".join(f"<p>{esc(line)}</p>" for line in job_lines(d))
-    body += section("hosts", HOSTS_TITLE, hosts)
-    body += section("workers", WORKERS_TITLE, table(WORKERS_HEADERS, worker_rows(d)))
+    body += section("hosts", HOSTS_TITLE, html_table(hosts_table(d)))
+    body += section("workers", WORKERS_TITLE, html_table(workers_table(d)))
     body += section(
         "straggler", "straggler", f'<table class="kv"><tbody>{straggler}</tbody></table>'
     )
     for i, (name, run_diff) in enumerate(d.diffs.items()):
         parts = "".join(f"<p>{esc(line)}</p>" for line in headline(run_diff))
-        for t in tables(run_diff):
-            shown = table(t.headers, t.rows, t.text_columns) if t.rows else note("none", "none")
-            parts += f"<h3>{esc(t.title)}</h3>{shown}"
+        parts += "".join(html_table(t, title_tag="h3") for t in tables(run_diff))
         parts += "".join(note(f"note: {line}") for line in run_diff.notes)
         body += section(f"host-{i}", f"{name}: B against A", parts)
     return page(f"tftrace diff: {d.a.path} -> {d.b.path}", body)

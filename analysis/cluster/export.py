@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from tftrace import __version__
 from tftrace.analysis.cluster.layout import HostDir, find_hosts
 from tftrace.analysis.export.trace import DISPLAY_TIME_UNIT, _write, trace_json
 from tftrace.analysis.export.trace_format import exact_microseconds
 from tftrace.analysis.export.window_marks import window_marks
 from tftrace.errors import TftraceError
 from tftrace.tracer.safe_files import safe_dir
+from tftrace.version import __version__
 
 HOST_PID_STRIDE = 100_000  # above every pid of one host's export (its window's is 10 000)
 HOST_SORT_STRIDE = 1_000  # above every process_sort_index of one host's export
@@ -147,6 +147,7 @@ def cluster_trace_json(
 
     Hosts without trace events are left out (``ExportedHost.skipped`` says why, as does the
     trace's ``otherData``); ``ClusterExportError`` when no host has any."""
+    from tftrace.analysis.metrics.trace_figures import trace_figures
     from tftrace.analysis.model.run import load
 
     layout = find_hosts(path)
@@ -163,12 +164,13 @@ def cluster_trace_json(
             why = "; ".join(run.missing) or "the trace holds no host events"
             hosts.append(ExportedHost(host.name, host.path, skipped=f"no trace events ({why})"))
             continue
+        figures = trace_figures(run, window, warmup_steps)
         try:
-            marks = window_marks(run, window, warmup_steps)
+            marks = window_marks(figures)
         except TftraceError as e:
             raise ClusterExportError(f"{host.name}: {e}") from None
-        events = json.loads(trace_json(run, marks)[0])["traceEvents"]
-        del run
+        events = json.loads(trace_json(figures, marks)[0])["traceEvents"]
+        del run, figures
         shift = origin - base
         host_events(events, host.name, index, shift, ids)
         meta.append(_chunk([e for e in events if e["ph"] == "M"]))
@@ -221,17 +223,18 @@ def write_cluster_tables(
     (host, directory, files written) per host."""
     from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.tables import write_tables
+    from tftrace.analysis.metrics.trace_figures import trace_figures
     from tftrace.analysis.model.run import load
 
     written = []
     for host in find_hosts(path).hosts:
         directory = out / host.path.name
-        run = load(host.path)
+        figures = trace_figures(load(host.path), window, warmup_steps)
         try:
-            server = window_requests(run, window, warmup_steps)
+            server = window_requests(figures)
         except TftraceError as e:
             raise ClusterExportError(f"{host.name}: {e}") from None
-        paths = write_tables(run, directory, fmt, server)
+        paths = write_tables(figures, directory, fmt, server)
         written.append((host.name, directory, len(paths)))
     return written
 

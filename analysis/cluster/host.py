@@ -200,7 +200,7 @@ def summary_of(base: dict[str, Any], analysis: Any) -> HostSummary:
     return HostSummary(
         **{**base, "usable_cpus": cpus},
         window=analysis.window_basis,
-        headline=tuple(headline(analysis.core_use)) if analysis.core_use else (),
+        headline=tuple(headline(analysis)),
         steps=steps,
         pools=analysis.pools.copy(),
         cpu=analysis.cpu.copy(),

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.cluster.cross import clock_verdict, pools_side_by_side
+from tftrace.analysis.cluster.render import host_state
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.render.html import page
-from tftrace.analysis.render.html_sections import esc, findings_section, note, section, table
+from tftrace.analysis.render.html_sections import esc, findings_section, note, section
+from tftrace.analysis.render.table import Table, html_table
 
 if TYPE_CHECKING:
     from tftrace.analysis.cluster.analyze import ClusterAnalysis
@@ -68,18 +70,9 @@ def cell(value: Any, spec: str = ".2f") -> str:
 
 def frame_table(df: pd.DataFrame, headers: Mapping[str, str] = HEADERS, text: int = 1) -> str:
     """A DataFrame as an escaped HTML table: its columns in order, named by ``headers``."""
-    if df.empty:
-        return note("none", "none")
-    columns = list(df.columns)
     rows = [[cell(v) for v in row] for row in df.itertuples(index=False)]
-    return table([headers.get(c, c) for c in columns], rows, text_columns=text)
-
-
-def _state(h: HostSummary) -> str:
-    state = f"no analysis: {h.error}" if h.error else h.window
-    if h.died or h.failed:
-        state = f"{h.ending()}; {state}"
-    return state
+    names = tuple(headers.get(c, c) for c in df.columns)
+    return html_table(Table("", names, rows, text_columns=text))
 
 
 def _link(h: HostSummary, reports: Mapping[str, str], problems: Mapping[str, str]) -> str:
@@ -114,7 +107,7 @@ def hosts_section(
                 "died" if h.died else "raised" if h.failed else fmt(h.status),
             )
         )
-        + f"<td>{esc(_state(h))}</td><td{NOWRAP}>{_link(h, reports, problems)}</td></tr>"
+        + f"<td>{esc(host_state(h))}</td><td{NOWRAP}>{_link(h, reports, problems)}</td></tr>"
         for h in c.hosts
     )
     lost = (

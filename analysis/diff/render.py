@@ -1,37 +1,28 @@
 """A ``RunDiff`` shown: terminal text (rich tables, as the other commands print) and a small
 self-contained HTML page. Nothing is computed here.
 
-Both are built from the same ``tables``: a title, headers and rows of plain text. Op,
-annotation and finding texts come from the user's trace: the terminal prints them as text
-(``console.say`` / ``console.table``: printable, never rich markup) and the page only through
-``esc`` (``formatting.html_text``).
+Both are built from the same ``tables`` (``render.table.Table``: a title, headers and rows of
+plain text). Op, annotation and finding texts come from the user's trace: the terminal prints
+them as text (``print_table`` / ``console.say``: printable, never rich markup) and the page
+only escaped (``html_table`` / ``esc``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
-from tftrace.analysis.render.console import table as plain_table
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.render.html import page
+from tftrace.analysis.render.table import Table, html_table, print_table
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from tftrace.analysis.diff.result import RunDiff
     from tftrace.analysis.diff.sweep_dir import SweepDiff
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    headers: tuple[str, ...]
-    rows: list[tuple[str, ...]]
-    text_columns: int = 1
 
 
 def _change(value: float, spec: str) -> str:
@@ -175,25 +166,13 @@ def tables(d: RunDiff) -> list[Table]:
     return out
 
 
-def _print_table(console: Console, table: Table) -> None:
-    if not table.rows:
-        say(console, f"{table.title}: none")
-        return
-    shown = plain_table(table.title, title_justify="left")  # cells as text: names are the user's
-    for i, header in enumerate(table.headers):
-        shown.add_column(header, justify="left" if i < table.text_columns else "right")
-    for row in table.rows:
-        shown.add_row(*row)
-    console.print(shown)
-
-
 def render(d: RunDiff, out: Console | None = None) -> None:
     """Print the comparison on ``out`` (default: stdout)."""
     console = out or make_console()
     for line in headline(d):
         say(console, line)
     for table in tables(d):
-        _print_table(console, table)
+        print_table(console, table)
     for line in d.notes:
         say(console, f"note: {line}")
 
@@ -224,7 +203,7 @@ def render_sweep(sd: SweepDiff, out: Console | None = None) -> None:
     """The sweep's summary table, then each setting's whole comparison."""
     console = out or make_console()
     say(console, f"sweep {sd.path}")
-    _print_table(console, sweep_table(sd))
+    print_table(console, sweep_table(sd))
     for label, d in sd.diffs.items():
         console.print()
         say(console, f"{label} against {sd.baseline}")
@@ -250,10 +229,8 @@ def diff_page(d: RunDiff) -> str:
 def sweep_page(sd: SweepDiff) -> str:
     """A sweep's settings compared, as one self-contained HTML page."""
     from tftrace.analysis.render.html_sections import esc
-    from tftrace.analysis.render.html_sections import table as html_table
 
-    t = sweep_table(sd)
-    body = f"<h2>{esc(t.title)}</h2>" + html_table(t.headers, t.rows, t.text_columns)
+    body = html_table(sweep_table(sd), title_tag="h2")
     for i, (label, d) in enumerate(sd.diffs.items()):
         body += f"<h2>{esc(label)} against {esc(sd.baseline)}</h2>" + _diff_body(d, f"s{i}-")
     return page(f"tftrace diff: sweep {sd.path}", body)
@@ -261,17 +238,9 @@ def sweep_page(sd: SweepDiff) -> str:
 
 def _diff_body(d: RunDiff, prefix: str = "") -> str:
     from tftrace.analysis.render.html_sections import esc, note, section
-    from tftrace.analysis.render.html_sections import table as html_table
 
     head = "".join(f"<p>{esc(line)}</p>" for line in headline(d))
-    body = "".join(
-        section(
-            prefix + _anchor(t.title),
-            t.title,
-            html_table(t.headers, t.rows, t.text_columns) if t.rows else note("none", "none"),
-        )
-        for t in tables(d)
-    )
+    body = "".join(section(prefix + _anchor(t.title), t.title, html_table(t)) for t in tables(d))
     return head + body + "".join(note(f"note: {line}") for line in d.notes)
 
 

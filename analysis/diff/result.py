@@ -12,6 +12,7 @@ import pandas as pd
 
 from tftrace.analysis.diff.factors import StepFactors
 from tftrace.analysis.diff.stats import StepTimeDiff
+from tftrace.analysis.presenting import as_html, as_text
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -104,9 +105,7 @@ class RunDiff:
 
     def to_html(self) -> str:
         """A self-contained HTML page of the comparison."""
-        from tftrace.analysis.diff.render import diff_page
-
-        return diff_page(self)
+        return as_html(self)
 
     def __repr__(self) -> str:
         return (
@@ -116,9 +115,7 @@ class RunDiff:
         )
 
     def __str__(self) -> str:
-        from tftrace.analysis.diff.render import diff_text
-
-        return diff_text(self)
+        return as_text(self)
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from tftrace.analysis.diff.manifest_diff import RunsNotComparable
 from tftrace.analysis.diff.result import RunDiff, records
+from tftrace.analysis.presenting import as_html, as_text
 from tftrace.analysis.sweep.result import DAMAGED, inside
 from tftrace.tracer.rundir import read_json_or_none
 from tftrace.tracer.sweep import SWEEP_FILE, SWEEP_KIND, Setting
@@ -74,14 +75,10 @@ class SweepDiff:
         }
 
     def to_html(self) -> str:
-        from tftrace.analysis.diff.render import sweep_page
-
-        return sweep_page(self)
+        return as_html(self)
 
     def __str__(self) -> str:
-        from tftrace.analysis.diff.render import sweep_text
-
-        return sweep_text(self)
+        return as_text(self)
 
 
 def recorded_runs(path: Path) -> tuple[str, Path, dict[str, Path]]:

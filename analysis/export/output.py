@@ -13,10 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tftrace.errors import TftraceError
 from tftrace.tracer.safe_files import UnsafePathError, safe_dir
+
+if TYPE_CHECKING:
+    from tftrace.analysis.export.figures import TraceFigures
 
 TRACE_FORMATS = ("perfetto", "chrome")
 TABLE_FORMATS = ("csv", "parquet")
@@ -79,50 +82,43 @@ class Exported:
     size: int
 
 
-def export_run(
-    run: Any,
-    fmt: str,
-    output: Path | None = None,
-    *,
-    window: str = "steady",
-    warmup_steps: int = 1,
-) -> Exported:
-    """Write a loaded run as ``fmt`` (``TRACE_FORMATS``, ``TABLE_FORMATS``) at ``output``
-    (default ``RUN/export/<DEFAULT_NAMES[fmt]>``). ``window``: marked in a trace, and a
+def export_run(figures: TraceFigures, fmt: str, output: Path | None = None) -> Exported:
+    """Write a loaded run's figures (``metrics.trace_figures``) as ``fmt``
+    (``TRACE_FORMATS``, ``TABLE_FORMATS``) at ``output`` (default
+    ``RUN/export/<DEFAULT_NAMES[fmt]>``). The figures' window: marked in a trace, and a
     server's requests of it (in the trace and as a table); the export itself stays whole."""
+    run = figures.run
     path = output_path(run.path, fmt, output)
     check_output(path, fmt)
     root = run.path if output is None else None
-    window_args = {"window": window, "warmup_steps": warmup_steps}
     with cannot_write(path):
         check_folder(path, fmt, root)  # a link: refused before any work
         if fmt in TRACE_FORMATS:
-            return _trace(run, path, fmt, window_args, root)
-        return _tables(run, path, fmt, window_args, root)
+            return _trace(figures, path, fmt, root)
+        return _tables(figures, path, fmt, root)
 
 
-def _trace(run: Any, path: Path, fmt: str, window: dict[str, Any], root: Path | None) -> Exported:
+def _trace(figures: TraceFigures, path: Path, fmt: str, root: Path | None) -> Exported:
     from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.trace import write_run_trace
     from tftrace.analysis.export.window_marks import window_marks
 
+    run = figures.run
     if run.events.empty:
         why = "; ".join(run.missing) or "the trace holds no host events"
         raise ExportError(f"export: {run.path} has no trace events to export ({why})")
-    marks = window_marks(run, **window)  # first: a bad window fails before the long part
-    server = window_requests(run, **window)
+    marks = window_marks(figures)  # first: a bad window fails before the long part
+    server = window_requests(figures)
     check_folder(path, "chrome", root, create=True)
-    count, size = write_run_trace(run, path, marks, server.requests if server else None)
+    count, size = write_run_trace(figures, path, marks, server.requests if server else None)
     return Exported(path, fmt, count, size)
 
 
-def _tables(
-    run: Any, directory: Path, fmt: str, window: dict[str, Any], root: Path | None
-) -> Exported:
+def _tables(figures: TraceFigures, directory: Path, fmt: str, root: Path | None) -> Exported:
     from tftrace.analysis.export.request_slices import window_requests
     from tftrace.analysis.export.tables import write_tables
 
-    server = window_requests(run, **window)
+    server = window_requests(figures)  # a server's: a bad window fails before any writing
     check_folder(directory, fmt, root, create=True)
-    paths = write_tables(run, directory, fmt, server)
+    paths = write_tables(figures, directory, fmt, server)
     return Exported(directory, fmt, len(paths) - 1, sum(p.stat().st_size for p in paths))

@@ -15,15 +15,14 @@ slices would overlap the TF call slices partly, which viewers cannot nest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.export.figures import TraceFigures
 from tftrace.analysis.export.trace_format import Slices, Track, pool_pid
-from tftrace.analysis.metrics.busy import pool_of_threads, trace_window
-from tftrace.analysis.metrics.python_time import stack_functions
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -37,15 +36,18 @@ STACK_TRACK_SUFFIX = "Python stacks (py-spy)"
 Open = tuple[str, int, str]
 
 
-def _frames(stack: str) -> tuple[list[str], list[str]]:
-    """(functions, py-spy's frames) of a stack, launcher frames dropped from both."""
-    functions = stack_functions(stack)
+def _frames(stack: str, functions: list[str]) -> list[str]:
+    """py-spy's frames of a stack, one per function of it: the launcher's frames, which the
+    metric's ``functions`` leave out, dropped too."""
     raw = [f for f in stack.split(";") if f]
-    return functions, raw[len(raw) - len(functions) :]
+    return raw[len(raw) - len(functions) :]
 
 
-def thread_stack_slices(intervals: pd.DataFrame) -> list[tuple[int, int, int, str, str]]:
-    """(start, end, depth, function, frame) of one thread's nested frame slices."""
+def thread_stack_slices(
+    intervals: pd.DataFrame, stack_functions: Mapping[str, list[str]]
+) -> list[tuple[int, int, int, str, str]]:
+    """(start, end, depth, function, frame) of one thread's nested frame slices
+    (``stack_functions``: each stack's functions, ``TraceFigures.stack_functions``)."""
     out: list[tuple[int, int, int, str, str]] = []
     open_: list[Open] = []
     last_end: int | None = None
@@ -58,7 +60,8 @@ def thread_stack_slices(intervals: pd.DataFrame) -> list[tuple[int, int, int, st
     ordered = intervals.sort_values("start_ns")
     columns = (ordered["start_ns"].tolist(), ordered["end_ns"].tolist(), ordered["stack"])
     for start, end, stack in zip(*columns, strict=True):
-        functions, frames = _frames(str(stack))
+        functions = stack_functions[str(stack)]
+        frames = _frames(str(stack), functions)
         keep = 0
         if last_end is not None and start == last_end:
             while keep < min(len(open_), len(functions)) and open_[keep][0] == functions[keep]:
@@ -72,19 +75,20 @@ def thread_stack_slices(intervals: pd.DataFrame) -> list[tuple[int, int, int, st
     return sorted(out, key=lambda r: (r[0], r[2]))
 
 
-def python_stack_slices(run: Run) -> Slices:
+def python_stack_slices(figures: TraceFigures) -> Slices:
     """The frames of every thread py-spy saw (Python's threads, TF threads running a
     ``tf.py_function``; not tftrace's own) as slices, on the stack track of its thread
     (``STACK_TID_BASE + thread key``), clipped to the trace window (py-spy runs longer than the
     profiler; the export spans the trace)."""
     lo, hi = (
-        trace_window(run) if len(run.events) else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+        figures.trace_window
+        if len(figures.run.events)
+        else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
     )
     threads, starts, ends, names, frames, depths = [], [], [], [], [], []
-    pools = pool_of_threads(run, run.python["thread"].to_numpy())
-    python = run.python[np.asarray(pools != Pool.PROFILER.value)]
-    for thread, intervals in python.groupby("thread", sort=True):
-        for start, end, depth, function, frame in thread_stack_slices(intervals):
+    functions = figures.stack_functions
+    for thread, intervals in figures.python_stacks.groupby("thread", sort=True):
+        for start, end, depth, function, frame in thread_stack_slices(intervals, functions):
             start, end = max(start, lo), min(end, hi)
             if end <= start:
                 continue

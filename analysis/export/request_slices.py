@@ -5,8 +5,8 @@ analysed window (the one ``--window`` selects, the server's steady state by defa
 ``tftrace window`` track marks it and names why), and only for a server (a loop's export has
 none). Each is a slice (cat ``request``) on the track of the Python thread that made the call,
 named after the function, from the call to its return, so it encloses the call's own slices;
-its args hold the request's number, its latency in ms and the five shares of
-``REQUEST_CATEGORIES`` (``eigen_wait_share``, ...), as ``tftrace analyze`` reports them. In
+its args hold the request's number, its latency in ms and the five shares of its
+``categories`` (``eigen_wait_share``, ...), as ``tftrace analyze`` reports them. In
 the Perfetto UI a request is the outermost slice of its thread's track, and its args are the
 slice's details; ``select * from slice where category = 'request'`` lists them all.
 """
@@ -18,13 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tftrace.analysis.export.figures import Requests, TraceFigures
 from tftrace.analysis.export.trace_fields import Num
 from tftrace.analysis.export.trace_format import Slices
-from tftrace.analysis.metrics.requests import REQUEST_CATEGORIES, Requests, measure_requests
-from tftrace.analysis.metrics.steps import find_steps
-from tftrace.analysis.metrics.window import WindowArg, in_recording, parse_window, resolve_window
-from tftrace.analysis.metrics.work import SERVER, find_work
-from tftrace.analysis.model.run import Run
 
 REQUEST_CAT = "request"
 
@@ -41,29 +37,23 @@ class WindowRequests(NamedTuple):
     basis: str
 
 
-def window_requests(
-    run: Run, window: WindowArg = "steady", warmup_steps: int = 1
-) -> WindowRequests | None:
-    """The requests ``tftrace analyze`` reports for this window (the same window the marks
-    show); None when the workload is no server."""
-    work = find_work(run)
-    if work.shape != SERVER:
-        return None
-    spec = in_recording(parse_window(window, warmup_steps), run)
-    span, basis = resolve_window(run, find_steps(run), spec)
-    return WindowRequests(measure_requests(run, work, span), basis)
+def window_requests(figures: TraceFigures) -> WindowRequests | None:
+    """The requests ``tftrace analyze`` reports for the figures' window (the same window the
+    marks show); None when the workload is no server."""
+    requests = figures.requests
+    return None if requests is None else WindowRequests(requests, figures.window_basis)
 
 
 def request_slices(requests: Requests | None) -> Slices:
     """One slice per request on its calling thread (none without requests)."""
-    table = requests.table if requests is not None else None
-    if table is None or table.empty:
+    if requests is None or requests.table.empty:
         empty = np.zeros(0, dtype=np.int64)
         return Slices(REQUEST_CAT, empty, empty, empty, "", {})
+    table = requests.table
     args = {
         "request": table["request"].to_numpy(dtype=np.int64),
         "latency_ms": Num(table["latency_ns"].to_numpy(dtype=np.float64) / 1e6),
-        **{share_key(c): Num(table[c].to_numpy(dtype=np.float64)) for c in REQUEST_CATEGORIES},
+        **{share_key(c): Num(table[c].to_numpy(dtype=np.float64)) for c in requests.categories},
     }
     return Slices(
         REQUEST_CAT,

@@ -33,12 +33,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from tftrace import __version__
-from tftrace.analysis.metrics.steps import find_steps
-from tftrace.analysis.model.run import Run
+from tftrace.analysis.export.figures import TraceFigures
 from tftrace.analysis.model.schema import DERIVED_TABLES, REQUESTS, STEPS, TABLES
 from tftrace.analysis.render.formatting import csv_cells, from_csv_cells
 from tftrace.tracer.safe_files import atomic_output, safe_dir, write_text_atomic
+from tftrace.version import __version__
 
 if TYPE_CHECKING:
     from tftrace.analysis.export.request_slices import WindowRequests
@@ -49,11 +48,13 @@ SCHEMA_FILE = "schema.json"
 TIME_UNIT = "ns"
 
 
-def table_frames(run: Run, server: WindowRequests | None = None) -> dict[str, pd.DataFrame]:
-    """Every table of the run by its schema name, in the schema's order, then the computed
-    ones (``DERIVED_TABLES``: the steps of the whole trace; a ``server``'s requests)."""
-    frames = {name: getattr(run, name) for name in TABLES}
-    frames[STEPS.name] = find_steps(run).table.astype(STEPS.columns)
+def table_frames(
+    figures: TraceFigures, server: WindowRequests | None = None
+) -> dict[str, pd.DataFrame]:
+    """Every table of the figures' run by its schema name, in the schema's order, then the
+    computed ones (``DERIVED_TABLES``: the steps of the whole trace; a ``server``'s requests)."""
+    frames = {name: getattr(figures.run, name) for name in TABLES}
+    frames[STEPS.name] = figures.steps.table.astype(STEPS.columns)
     if server is not None:
         frames[REQUESTS.name] = server.requests.table[list(REQUESTS.columns)].astype(
             REQUESTS.columns
@@ -66,10 +67,13 @@ def exported(server: WindowRequests | None = None) -> dict[str, Any]:
     return EXPORTED if server is None else {**EXPORTED, REQUESTS.name: REQUESTS}
 
 
-def column_contract(run: Run, fmt: str, server: WindowRequests | None = None) -> dict[str, Any]:
+def column_contract(
+    figures: TraceFigures, fmt: str, server: WindowRequests | None = None
+) -> dict[str, Any]:
     """What ``schema.json`` holds: the files, their columns and dtypes, and the run (and for
     a server, the window its requests were counted over, and why)."""
-    frames = table_frames(run, server)
+    run = figures.run
+    frames = table_frames(figures, server)
     contract: dict[str, Any] = {
         "producer": f"tftrace {__version__}",
         "format": fmt,
@@ -139,7 +143,7 @@ WRITERS: dict[str, Callable[[pd.DataFrame, Path], None]] = {
 
 
 def write_tables(
-    run: Run, directory: Path, fmt: str, server: WindowRequests | None = None
+    figures: TraceFigures, directory: Path, fmt: str, server: WindowRequests | None = None
 ) -> list[Path]:
     """Write each table (a ``server``'s requests too, where given) and ``schema.json`` into
     ``directory`` (created); the paths written.
@@ -150,12 +154,12 @@ def write_tables(
         raise ValueError(f"unknown table format {fmt!r} (have: {', '.join(FORMATS)})")
     safe_dir(directory)
     written = []
-    for name, frame in table_frames(run, server).items():
+    for name, frame in table_frames(figures, server).items():
         path = directory / f"{name}.{fmt}"
         WRITERS[fmt](frame, path)
         written.append(path)
     schema = directory / SCHEMA_FILE
-    contract = column_contract(run, fmt, server)
+    contract = column_contract(figures, fmt, server)
     write_text_atomic(schema, json.dumps(contract, indent=2) + "\n")
     written.append(schema)
     return written

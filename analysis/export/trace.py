@@ -24,9 +24,10 @@ them all; ``build_trace`` parses it back for callers that want the object):
 - **A server's requests** (``request_slices.py``), where asked for: one slice each (cat
   ``request``, named after the function) on its calling thread, from the call to its return;
   at equal times it sorts before the call's own slice, so it is the outermost of the two.
-- **Counters ("C")**, one per pool: the number of the pool's threads busy, from
-  ``analysis.concurrency``'s step function, one event per change plus one at the window's
-  end, so the counter's maximum is the pool's peak concurrency.
+- **Counters ("C")**, one per pool: the number of the pool's threads busy, the step function
+  of ``metrics/concurrency.py`` over the trace (``TraceFigures.busy_threads``: measured there,
+  converted here), one event per change plus one at the window's end, so the counter's
+  maximum is the pool's peak concurrency.
 
 Times: ``ts``/``dur`` are floats in microseconds on the run's axis (ns since the recorder
 started, / 1000). Each value is the float closest to ns / 1000 that Perfetto (which
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace import __version__
+from tftrace.analysis.export.figures import Requests, StepFunction, TraceFigures
 from tftrace.analysis.export.python_stacks import python_stack_slices, stack_tracks
 from tftrace.analysis.export.request_slices import request_slices
 from tftrace.analysis.export.trace_batches import Batch, Tracks, slice_batch
@@ -73,15 +74,12 @@ from tftrace.analysis.export.trace_format import (
     Track,
     pool_pid,
 )
-from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
-from tftrace.analysis.metrics.concurrency import pool_step_function
-from tftrace.analysis.metrics.intervals import StepFunction
-from tftrace.analysis.metrics.requests import Requests
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import THREADPOOL_RECORD
 from tftrace.tracer.safe_files import atomic_output, write_bytes_atomic
+from tftrace.version import __version__
 
 DISPLAY_TIME_UNIT = "ns"
 COUNTER_NAME = "concurrency"
@@ -126,9 +124,8 @@ def _is_kind(events: pd.DataFrame, kinds: Iterable[EventKind]) -> np.ndarray:
     return np.asarray(events["kind"].isin([k.value for k in kinds]))
 
 
-def _python_mask(run: Run, events: pd.DataFrame) -> np.ndarray:
-    pools = pool_of_threads(run, events["thread"].to_numpy())
-    return np.asarray(pd.Series(pools).isin([p.value for p in PYTHON_POOLS]))
+def _python_mask(figures: TraceFigures, events: pd.DataFrame) -> np.ndarray:
+    return np.isin(events["thread"].to_numpy(), figures.python_threads)
 
 
 def region_slices(run: Run) -> Slices:
@@ -174,10 +171,10 @@ def _text(column: pd.Series) -> pd.Series:
     return column
 
 
-def python_call_slices(run: Run) -> list[Slices]:
+def python_call_slices(figures: TraceFigures) -> list[Slices]:
     """Python threads inside TensorFlow: eager and tf.function calls, input pipelines."""
-    events = run.events
-    python = _python_mask(run, events)
+    events = figures.run.events
+    python = _python_mask(figures, events)
     out = []
     for kind in PYTHON_CALL_KINDS:
         mine = events[python & _is_kind(events, (kind,))]
@@ -262,13 +259,11 @@ def counter_changes(f: StepFunction) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[times[changed], f.times[-1:]], np.r_[values[changed], np.zeros(1, np.int64)]
 
 
-def counter_batches(run: Run, pools: Iterable[Pool], seq: int) -> list[Batch]:
+def counter_batches(figures: TraceFigures, pools: Iterable[Pool], seq: int) -> list[Batch]:
     """Busy threads per pool over the trace window, one event per change."""
-    window = trace_window(run)
     out = []
     for pool in pools:
-        f, _ = pool_step_function(run, pool, window)
-        times, values = counter_changes(f)
+        times, values = counter_changes(figures.busy_threads(pool))
         n = len(times)
         body: Fields = [
             ("ph", Str("C")),
@@ -300,21 +295,23 @@ def metadata_events(tracks: dict[int, Track]) -> list[dict[str, Any]]:
     return out
 
 
-def all_slices(run: Run) -> list[Slices]:
-    return [region_slices(run), op_slices(run), *python_call_slices(run), record_slices(run)]
+def all_slices(figures: TraceFigures) -> list[Slices]:
+    run = figures.run
+    return [region_slices(run), op_slices(run), *python_call_slices(figures), record_slices(run)]
 
 
 def trace_json(
-    run: Run, extra: Sequence[dict[str, Any]] = (), requests: Requests | None = None
+    figures: TraceFigures, extra: Sequence[dict[str, Any]] = (), requests: Requests | None = None
 ) -> tuple[bytes | bytearray, int]:
-    """The run as Chrome Trace Event Format JSON (UTF-8), with ``extra`` events appended
-    (the window marks) and a server's ``requests`` as slices on their threads; and how many
-    events it holds."""
+    """The figures' run as Chrome Trace Event Format JSON (UTF-8), with ``extra`` events
+    appended (the window marks) and a server's ``requests`` as slices on their threads; and
+    how many events it holds."""
+    run = figures.run
     asked = request_slices(requests)
     # first: at equal times and lengths a request encloses its call's slice (file order)
-    slices = [asked, *all_slices(run)] if len(asked) else all_slices(run)
+    slices = [asked, *all_slices(figures)] if len(asked) else all_slices(figures)
     used = {int(t) for s in slices for t in np.unique(s.thread).tolist()}
-    stacks = python_stack_slices(run)
+    stacks = python_stack_slices(figures)
     tracks = thread_tracks(run, used) | stack_tracks(run, stacks.thread.tolist(), _label)
     lookup = Tracks(tracks)
     batches: list[Batch] = []
@@ -325,7 +322,7 @@ def trace_json(
     batches += flow_batches(run, lookup, seq)
     seq += 2 * len(scheduled_regions(run))
     pools = sorted({t.pool for t in tracks.values()}, key=POOL_ORDER.index)
-    batches += counter_batches(run, pools, seq)
+    batches += counter_batches(figures, pools, seq)
     order = event_order(
         np.concatenate([b.at_ns for b in batches]),
         np.concatenate([b.neg_length for b in batches]),
@@ -335,7 +332,7 @@ def trace_json(
     count = sum(len(b.seq) for b in batches)
     head = [json.dumps(e, separators=(",", ":"), allow_nan=False) for e in metadata_events(tracks)]
     tail = [json.dumps(e, separators=(",", ":"), allow_nan=False) for e in extra]
-    lo, hi = trace_window(run)
+    lo, hi = figures.trace_window
     other = {
         "producer": f"tftrace {__version__}",
         "run": str(run.path),
@@ -356,21 +353,21 @@ def trace_json(
     return data, len(head) + count + len(tail)
 
 
-def build_trace(run: Run) -> dict[str, Any]:
-    """The run as a Chrome Trace Event Format object (the parsed ``trace_json``)."""
-    data: dict[str, Any] = json.loads(trace_json(run)[0])
+def build_trace(figures: TraceFigures) -> dict[str, Any]:
+    """The figures' run as a Chrome Trace Event Format object (the parsed ``trace_json``)."""
+    data: dict[str, Any] = json.loads(trace_json(figures)[0])
     return data
 
 
 def write_run_trace(
-    run: Run,
+    figures: TraceFigures,
     path: Path,
     extra: Sequence[dict[str, Any]] = (),
     requests: Requests | None = None,
 ) -> tuple[int, int]:
     """Write the run's trace (gzip-compressed when ``path`` ends in ``.gz``), with ``extra``
     events and a server's ``requests`` (``trace_json``); (events, bytes)."""
-    data, count = trace_json(run, extra, requests)
+    data, count = trace_json(figures, extra, requests)
     return count, _write(data, path)
 
 

@@ -13,29 +13,21 @@ from typing import Any
 
 import numpy as np
 
+from tftrace.analysis.export.figures import TraceFigures
 from tftrace.analysis.export.trace_format import microseconds
-from tftrace.analysis.metrics.steps import find_steps
-from tftrace.analysis.metrics.window import (
-    WindowArg,
-    in_recording,
-    parse_window,
-    resolve_window,
-)
-from tftrace.analysis.model.run import Run
 
 WINDOW_PID = 10_000  # above every pool's pid; sorted first
 WINDOW_TRACK = "tftrace window"
 
 
-def window_marks(run: Run, window: WindowArg = "steady", warmup_steps: int = 1) -> list[Any]:
-    """Trace events: the track's names and a slice for the window (and one for the warm-up)."""
-    spec = in_recording(parse_window(window, warmup_steps), run)
-    steps = find_steps(run)
-    (lo, hi), basis = resolve_window(run, steps, spec)
-    spans = [(lo, hi, "analysed window", basis)]
-    warm = min(spec.warmup_steps, len(steps.table))
+def window_marks(figures: TraceFigures) -> list[Any]:
+    """Trace events: the track's names and a slice for the figures' window (and one for the
+    warm-up)."""
+    lo, hi = figures.window
+    spans = [(lo, hi, "analysed window", figures.window_basis)]
+    table = figures.steps.table
+    warm = min(figures.warmup_steps, len(table))
     if warm:
-        table = steps.table
         start, end = int(table["start_ns"].iloc[0]), int(table["end_ns"].iloc[warm - 1])
         spans.append((start, end, "warm-up", f"step{'s 1-' if warm > 1 else ' '}{warm}"))
     events: list[Any] = [

@@ -9,19 +9,33 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import pandas as pd
 
 from tftrace.analysis.metrics.breakdown import breakdown
+from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.metrics.census import Census, thread_census
 from tftrace.analysis.metrics.concurrency import PoolConcurrency, pool_concurrencies, pools_frame
 from tftrace.analysis.metrics.contention import Contention, contention_of
 from tftrace.analysis.metrics.core_use import CoreUse, core_use
 from tftrace.analysis.metrics.cpu_time import pool_cpu
+from tftrace.analysis.metrics.figures import (
+    breakdown_bars,
+    census_stack,
+    concurrency_histograms,
+    concurrency_stack,
+    queue_delay_distribution,
+    step_concurrency,
+    steps_with_concurrency,
+)
 from tftrace.analysis.metrics.ops import TOP_OP_TYPES, top_op_types
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
+from tftrace.analysis.metrics.request_figures import latency_distribution, requests_over_time
 from tftrace.analysis.metrics.requests import Requests, measure_requests
-from tftrace.analysis.metrics.steps import Steps, find_steps
+from tftrace.analysis.metrics.steps import Steps, StepSummary, find_steps
+from tftrace.analysis.metrics.timeline import TIMELINE_RESOLUTION, thread_timeline
 from tftrace.analysis.metrics.warmup import Warmup, measure_warmup
 from tftrace.analysis.metrics.window import (
     STEADY,
@@ -73,6 +87,13 @@ class Metrics:
     - ``contention``: who else held the usable CPUs over the window (other processes by
       name and pid, steal, the cgroup quota's throttling), from the OS sampler's machine
       readings; None without them.
+
+    The figures the report, TensorBoard and the tab draw, computed at first use (``tftrace
+    analyze`` prints none of them; times in seconds since the window's start):
+    ``concurrency_over_time``, ``concurrency_histograms``, ``thread_timeline``,
+    ``queue_delay_distribution``, ``breakdown_bars``, ``step_concurrency``, ``step_points``,
+    ``census_over_time``, ``requests_over_time``, ``latency_distribution`` and
+    ``trace_window`` (the whole trace's span, which an export covers); see each one.
     """
 
     run: Run
@@ -91,6 +112,87 @@ class Metrics:
     shape: str = "none"
     contention: Contention | None = None
     census: Census | None = None
+
+    @cached_property
+    def step_stats(self) -> dict[str, Any]:
+        """The window's steps: how many (of how many found), mean, sd, cv, min and max ms,
+        batches per step (``Steps.stats``)."""
+        return self.steps.stats()
+
+    @cached_property
+    def step_summary(self) -> StepSummary | None:
+        """The window's step times in a few figures: percentiles, the slowest steps, the
+        outliers and the trend; None without steps (``steps.summarize_steps``)."""
+        return self.steps.summary()
+
+    @cached_property
+    def concurrency_over_time(self) -> pd.DataFrame:
+        """Mean busy threads per pool per bin of the window, one column per pool value
+        (``figures.concurrency_stack``)."""
+        return concurrency_stack(list(self.concurrency.values()))
+
+    @cached_property
+    def concurrency_histograms(self) -> pd.DataFrame:
+        """Per pool: time and fraction of the window with 0, 1, ..., peak of its threads busy."""
+        return concurrency_histograms(list(self.concurrency.values()))
+
+    @cached_property
+    def thread_timeline(self) -> pd.DataFrame:
+        """Every thread busy in the window with its busy intervals, gaps under a pixel of the
+        report's figure closed (``timeline.thread_timeline``)."""
+        lo, hi = self.window
+        return thread_timeline(self.run, self.window, min_gap_ns=(hi - lo) // TIMELINE_RESOLUTION)
+
+    @cached_property
+    def queue_delay_distribution(self) -> pd.DataFrame:
+        """Per pool of ``queue_delay``: closures per log-spaced bin of queue delay (us)."""
+        pools = [Pool(p) for p in self.queue_delay["pool"]]
+        return queue_delay_distribution(self.run, pools, self.window)
+
+    @cached_property
+    def breakdown_bars(self) -> pd.DataFrame:
+        """The breakdown as stacked-bar segments: the window, then its first steps."""
+        return breakdown_bars(self.breakdown, self.steps, self.window)
+
+    @cached_property
+    def step_concurrency(self) -> pd.DataFrame:
+        """Per step of the window: each pool's mean number of busy threads."""
+        return step_concurrency(self.steps, self.concurrency)
+
+    @cached_property
+    def step_points(self) -> pd.DataFrame:
+        """The steps with each pool's mean concurrency (``concurrency/<pool>`` columns), the
+        mean of each run of consecutive steps beyond 1,000 of them (``figures.step_points``)."""
+        return steps_with_concurrency(self.steps, self.step_concurrency)
+
+    @cached_property
+    def census_over_time(self) -> pd.DataFrame | None:
+        """Threads on a CPU per census pool per bin; None without a census."""
+        return census_stack(self.census) if self.census else None
+
+    @cached_property
+    def requests_over_time(self) -> pd.DataFrame | None:
+        """A server's requests in flight and completed per bin; None for a loop."""
+        return requests_over_time(self.requests) if self.requests else None
+
+    @cached_property
+    def latency_distribution(self) -> pd.DataFrame | None:
+        """A server's requests per log-spaced bin of latency (ms); None for a loop."""
+        return latency_distribution(self.requests) if self.requests else None
+
+    @cached_property
+    def trace_window(self) -> tuple[int, int]:
+        """(start, end) ns of the whole trace: what an export covers, beyond the window."""
+        return trace_window(self.run)
+
+    def requests_per_bin(self, resolution_ns: int) -> pd.DataFrame | None:
+        """``requests_over_time`` in bins ``resolution_ns`` wide (TensorBoard's, the width of
+        its concurrency bins); None for a loop."""
+        return (
+            requests_over_time(self.requests, resolution_ns=resolution_ns)
+            if self.requests
+            else None
+        )
 
 
 def measure(

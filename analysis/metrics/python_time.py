@@ -32,7 +32,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,8 @@ class PythonTime:
     health: PySpyHealth = field(default_factory=PySpyHealth)
     note: str | None = None
     matters: bool = False
+    # the breakdown's python share from which Python time is shown: outputs name it
+    MATTERS_SHARE: ClassVar[float] = PYTHON_MATTERS_SHARE
 
     @property
     def present(self) -> bool:

@@ -62,6 +62,11 @@ class Requests:
         return (self.window[1] - self.window[0]) / 1e9
 
     @property
+    def categories(self) -> tuple[str, ...]:
+        """The share columns of ``table``: where each request's latency went."""
+        return REQUEST_CATEGORIES
+
+    @property
     def throughput(self) -> float:
         """Requests per second over the window."""
         return len(self.table) / self.seconds if self.seconds > 0 else 0.0

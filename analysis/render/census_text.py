@@ -2,7 +2,8 @@
 TensorBoard's text (each escapes the cells as its medium needs: a source names libraries and
 environment values of the run, which are the user's strings).
 
-Nothing is computed here: every figure is a field of ``metrics/census.py``'s ``Census``.
+Nothing is computed here: every figure is a field of ``Analysis.census`` (``metrics/census.py``);
+each function says nothing (an empty line or list) for a run without a census.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from tftrace.analysis.render.formatting import fmt, is_missing, markdown_table, markdown_text
 
 if TYPE_CHECKING:
-    from tftrace.analysis.metrics.census import Census
+    from tftrace.analysis.analyze import Analysis
 
 HEADERS = (
     "pool",
@@ -29,13 +30,19 @@ SOURCE = HEADERS.index("size from")  # a text column among the figures
 FIGURE_HEADERS = tuple(h for h in HEADERS if h != "size from")
 
 
-def title(census: Census) -> str:
+def title(analysis: Analysis) -> str:
+    census = analysis.census
+    if census is None:
+        return ""
     cpus = f"{census.cpus} usable CPUs" if census.cpus else "the CPUs (count unknown)"
     return f"threads by pool against {cpus}"
 
 
-def rows(census: Census) -> list[tuple[str, ...]]:
+def rows(analysis: Analysis) -> list[tuple[str, ...]]:
     """One row per pool, then ``all``: the threads, the known sizes and the CPU use summed."""
+    census = analysis.census
+    if census is None:
+        return []
     cells: list[tuple[str, ...]] = [
         (
             str(r.pool),
@@ -67,23 +74,32 @@ def rows(census: Census) -> list[tuple[str, ...]]:
     return cells
 
 
-def figure_rows(census: Census) -> list[tuple[str, ...]]:
+def figure_rows(analysis: Analysis) -> list[tuple[str, ...]]:
     """``rows`` without the "size from" column, under ``FIGURE_HEADERS``."""
-    return [row[:SOURCE] + row[SOURCE + 1 :] for row in rows(census)]
+    census = analysis.census
+    if census is None:
+        return []
+    return [row[:SOURCE] + row[SOURCE + 1 :] for row in rows(analysis)]
 
 
-def source_lines(census: Census) -> list[str]:
+def source_lines(analysis: Analysis) -> list[str]:
     """``size from:``, then one line per pool: ``  blas/openmp  OPENBLAS_NUM_THREADS=2; ...``."""
+    census = analysis.census
+    if census is None:
+        return []
     pools = [str(p) for p in census.table["pool"]]
     width = max(map(len, pools), default=0)
     sources = census.table["source"]
     return ["size from:", *(f"  {p:<{width}}  {s}" for p, s in zip(pools, sources, strict=True))]
 
 
-def summary_lines(census: Census) -> list[str]:
+def summary_lines(analysis: Analysis) -> list[str]:
     """The sized pools against the CPUs, and what ran on them: ``pools sized for 6 threads
     (inter-op 2 + intra-op 2 + blas/openmp 2) on 2 usable CPUs: 3.0 per CPU`` and ``on a CPU:
     1.62 threads on average (81 % of the CPUs), at most 2.00 in a 100 ms bin``."""
+    census = analysis.census
+    if census is None:
+        return []
     lines = []
     sized = census.sized_pools()
     if sized:
@@ -101,12 +117,15 @@ def summary_lines(census: Census) -> list[str]:
     return lines
 
 
-def markdown(census: Census) -> str:
+def markdown(analysis: Analysis) -> str:
     """The census as markdown (TensorBoard's text): its title, table and lines."""
+    census = analysis.census
+    if census is None:
+        return ""
     return "\n\n".join(
         (
-            f"**{title(census)}**",
-            markdown_table(HEADERS, rows(census)),
-            *map(markdown_text, summary_lines(census)),
+            f"**{title(analysis)}**",
+            markdown_table(HEADERS, rows(analysis)),
+            *map(markdown_text, summary_lines(analysis)),
         )
     )

@@ -6,17 +6,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.render.formatting import printable
-from tftrace.analysis.render.html_sections import esc, note, table
+from tftrace.analysis.render.html_sections import esc, note
+from tftrace.analysis.render.table import Table, html_table
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.core_use import CoreUse
 
 HEADERS = ("idle core-time went to", "core-s", "share")
 
 
-def headline(use: CoreUse) -> list[str]:
-    """One or two lines: X of N cores busy, and the most thread settings could gain."""
+def headline(analysis: Analysis) -> list[str]:
+    """One or two lines: X of N cores busy, and the most thread settings could gain; none
+    without core-use figures."""
+    use = analysis.core_use
+    if use is None:
+        return []
     source = "kernel CPU time" if use.busy_source == "os sampler" else "busy by the trace"
     if not use.cores:
         return [
@@ -36,9 +40,10 @@ def headline(use: CoreUse) -> list[str]:
     return lines
 
 
-def cause_rows(use: CoreUse) -> list[tuple[str, str, str]]:
+def cause_rows(analysis: Analysis) -> list[tuple[str, str, str]]:
     """(cause, core-s, share of the idle core-time) for each cause with any time."""
-    if use.causes is None:
+    use = analysis.core_use
+    if use is None or use.causes is None:
         return []
     rows = []
     for r in use.causes.itertuples():
@@ -50,6 +55,12 @@ def cause_rows(use: CoreUse) -> list[tuple[str, str, str]]:
             label += f" ({per}, {use.mean_op_us:.0f} us each)"
         rows.append((label, f"{r.core_s:.3g}", f"{r.share:.0%}"))
     return rows
+
+
+def cause_table(analysis: Analysis) -> Table | None:
+    """Where the idle core-time went, by cause; None without core use or a cause."""
+    rows = cause_rows(analysis)
+    return Table("", HEADERS, rows) if rows else None
 
 
 def beside_lines(analysis: Analysis) -> list[str]:
@@ -85,11 +96,11 @@ def core_use_section(analysis: Analysis) -> str:
     use = analysis.core_use
     if use is None:
         return note("no core-use figures for this run")
-    parts = [f"<p><b>{esc(line)}</b></p>" for line in headline(use)[:1]]
-    parts += [note(line) for line in headline(use)[1:]]
-    rows = cause_rows(use)
-    if rows:
-        parts.append(table(HEADERS, rows))
+    parts = [f"<p><b>{esc(line)}</b></p>" for line in headline(analysis)[:1]]
+    parts += [note(line) for line in headline(analysis)[1:]]
+    causes = cause_table(analysis)
+    if causes:
+        parts.append(html_table(causes))
     parts += [note(line) for line in beside_lines(analysis)]
     parts += [note(line) for line in use.notes]
     return "".join(parts)

@@ -16,7 +16,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tftrace import __version__
 from tftrace.analysis.render.core_use_text import core_use_section, not_checked_section
 from tftrace.analysis.render.html_requests import requests_section
 from tftrace.analysis.render.html_sections import (
@@ -38,6 +37,7 @@ from tftrace.analysis.render.html_sections import (
     steps_section,
 )
 from tftrace.analysis.render.window_text import window_line
+from tftrace.version import __version__
 
 SECTIONS = (
     ("core-use", "Core use"),

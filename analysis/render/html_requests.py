@@ -5,17 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.render.html_sections import REQUEST_FIGURES, esc, note, table
-from tftrace.analysis.render.requests_text import (
-    BREAKDOWN_HEADERS,
-    BREAKDOWN_TITLE,
-    LATENCY_HEADERS,
-    LATENCY_TITLE,
-    breakdown_rows,
-    latency_rows,
-    summary_lines,
-    window_note,
-)
+from tftrace.analysis.render.html_sections import REQUEST_FIGURES, esc, note
+from tftrace.analysis.render.report_tables import request_tables
+from tftrace.analysis.render.requests_text import summary_lines, window_note
+from tftrace.analysis.render.table import html_table
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
@@ -37,10 +30,7 @@ def requests_section(analysis: Analysis, figures: bool = True) -> str | None:
         f'<p class="summary"><b>{esc(first)}</b></p>'
         + "".join(note(line) for line in rest)
         + note(window_note(analysis))
-        + f"<h3>{esc(LATENCY_TITLE)}</h3>"
-        + table(LATENCY_HEADERS, latency_rows(requests))
-        + f"<h3>{esc(BREAKDOWN_TITLE)}</h3>"
-        + table(BREAKDOWN_HEADERS, breakdown_rows(requests))
+        + "".join(html_table(t, title_tag="h3") for t in request_tables(analysis))
         + note(
             "Every instant of a request, from its call to its return, in exactly one "
             "category, the first that holds: eigen wait, running, inter-op wait, python, "

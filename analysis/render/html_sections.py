@@ -11,29 +11,23 @@ from __future__ import annotations
 import base64
 import re
 import shlex
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tftrace.analysis.metrics.breakdown import CATEGORIES
-from tftrace.analysis.metrics.busy import trace_window
 from tftrace.analysis.model.onednn import onednn_text
 from tftrace.analysis.render import census_text
-from tftrace.analysis.render.formatting import (
-    POOL_HEADERS,
-    fmt,
-    html_text,
-    is_missing,
-    parallelism_text,
-    pool_rows,
+from tftrace.analysis.render.formatting import fmt, html_text, is_missing
+from tftrace.analysis.render.python_text import not_shown, notes, other_thread_lines, title
+from tftrace.analysis.render.report_tables import (
+    breakdown_table,
+    census_table,
+    cpu_table,
+    ops_table,
+    pools_table,
+    python_table,
+    queue_delay_table,
 )
-from tftrace.analysis.render.python_text import HEADERS as PYTHON_HEADERS
-from tftrace.analysis.render.python_text import (
-    main_rows,
-    not_shown,
-    notes,
-    other_thread_lines,
-    title,
-)
+from tftrace.analysis.render.table import Table, html_table
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -105,29 +99,6 @@ REQUEST_FIGURES = (
 esc = html_text  # text for the page: everything not written by tftrace itself goes through it
 
 
-def table(
-    headers: Sequence[str],
-    rows: Iterable[Sequence[str]],
-    text_columns: int = 1,
-    text_at: Collection[int] = (),
-) -> str:
-    """An HTML table; the first ``text_columns`` columns and those at ``text_at`` are text,
-    the others figures.
-
-    Cells arrive as plain text and are escaped here, so no caller can forget it.
-    """
-
-    def cls(i: int) -> str:
-        return "" if i < text_columns or i in text_at else ' class="num"'
-
-    head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(f"<td{cls(i)}>{esc(c)}</td>" for i, c in enumerate(row)) + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def kv_table(pairs: Iterable[tuple[str, str]]) -> str:
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
     return f'<table class="kv"><tbody>{rows}</tbody></table>'
@@ -173,10 +144,10 @@ def run_section(analysis: Analysis) -> str:
         pairs.append(("manifest", "none: a bare trace (no OS samples, no py-spy, no identity)"))
     kernels = run.events["op_kernel"].cat.remove_unused_categories().cat.categories
     pairs.append(("oneDNN", onednn_text(run.manifest, [str(k) for k in kernels])))
-    trace_lo, trace_hi = trace_window(run)
+    trace_lo, trace_hi = analysis.trace_window
     pairs.append(("trace", f"{trace_lo / 1e9:.3f} to {trace_hi / 1e9:.3f} s on the run's axis"))
     pairs.append(("analysed", window_line(analysis)))
-    warmup = warmup_line(analysis.warmup)
+    warmup = warmup_line(analysis)
     if warmup:
         pairs.append(("warm-up", warmup.removeprefix("warm-up: ")))
     pairs += [("note", note) for note in run.notes]
@@ -226,7 +197,7 @@ def finding(finding: object) -> str:
             else ""
         )
         + _verification(getattr(finding, "verification", None))
-        + (table(("evidence", "value"), rows, text_columns=2) if rows else "")
+        + (html_table(Table("", ("evidence", "value"), rows, text_columns=2)) if rows else "")
         + "</div>"
     )
 
@@ -240,7 +211,7 @@ def findings_section(findings: Sequence[object]) -> str:
 
 
 def pools_section(analysis: Analysis) -> str:
-    return table(POOL_HEADERS, pool_rows(analysis.pools), text_columns=1) + note(
+    return html_table(pools_table(analysis)) + note(
         "busy = threads of the pool busy at some moment; mean and peak = busy threads "
         "(owning work, not on a CPU); cores = mean / schedulable CPUs."
     )
@@ -249,14 +220,13 @@ def pools_section(analysis: Analysis) -> str:
 def census_section(analysis: Analysis) -> str:
     """Every thread by pool, each pool's size and where it came from, and its CPU use, against
     the usable CPUs (``metrics/census.py``)."""
-    census = analysis.census
-    if census is None:
+    census, shown = analysis.census, census_table(analysis, with_sources=True)
+    if census is None or shown is None:
         return note("no thread census for this run")
-    cells = census_text.rows(census)
     return (
-        note(census_text.title(census), "summary")
-        + table(census_text.HEADERS, cells, text_at=(census_text.SOURCE,))
-        + "".join(note(line) for line in census_text.summary_lines(census))
+        note(shown.title, "summary")
+        + html_table(shown)
+        + "".join(note(line) for line in census_text.summary_lines(analysis))
         + note(
             "threads = known from any source; size = configured, where known (OpenBLAS counts "
             "the calling thread: size N starts N - 1 workers); CPU s and run-queue s from the "
@@ -267,11 +237,7 @@ def census_section(analysis: Analysis) -> str:
 
 
 def breakdown_section(analysis: Analysis) -> str:
-    rows = [
-        (str(r.category), f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
-        for r in analysis.breakdown.itertuples()
-    ]
-    return table(("category", "ms", "share"), rows) + note(
+    return html_table(breakdown_table(analysis)) + note(
         "Every instant of the window in exactly one category, the first that holds; "
         "the shares add up to 100 %."
     )
@@ -279,15 +245,12 @@ def breakdown_section(analysis: Analysis) -> str:
 
 def python_section(analysis: Analysis) -> str:
     """Which Python functions took the main thread's time (py-spy), where Python matters."""
-    python = analysis.python_time
-    line = not_shown(analysis)
-    if python is None or line is not None:
-        return note(line or "not analysed")
-    lines = [*other_thread_lines(python), *notes(python)]
+    python, shown = analysis.python_time, python_table(analysis, shorten=False)
+    if python is None or shown is None:
+        return note(not_shown(analysis) or "not analysed")
+    lines = [*other_thread_lines(analysis), *notes(analysis)]
     return (
-        note(title(python), "summary")
-        + table(PYTHON_HEADERS, main_rows(python, shorten=False))
-        + "".join(note(text) for text in lines)
+        note(title(analysis), "summary") + html_table(shown) + "".join(note(text) for text in lines)
     )
 
 
@@ -297,35 +260,15 @@ def queue_delay_section(analysis: Analysis) -> str:
             "No closure has both its Record and its StartRegion in the trace "
             "(TensorFlow 2.16 and older write no thread-pool events)."
         )
-    rows = [
-        (
-            str(r.pool),
-            str(r.closures),
-            *(fmt(v, ".1f") for v in (r.p50_us, r.p90_us, r.p99_us, r.max_us)),
-            fmt(r.total_ms, ".2f"),
-        )
-        for r in analysis.queue_delay.itertuples()
-    ]
-    headers = ("pool", "closures", "p50 us", "p90 us", "p99 us", "max us", "total ms")
-    return table(headers, rows) + note("From being scheduled (Record) to starting (StartRegion).")
+    return html_table(queue_delay_table(analysis, units_in_headers=True)) + note(
+        "From being scheduled (Record) to starting (StartRegion)."
+    )
 
 
 def cpu_section(analysis: Analysis) -> str:
     if analysis.cpu.empty:
         return note("No OS samples: the kernel's CPU accounting is not available.")
-    rows = [
-        (
-            str(r.pool),
-            str(r.threads),
-            fmt(r.cpu_s, ".3f"),
-            fmt(r.busy_s, ".3f"),
-            fmt(r.cpu_per_busy, ".2f"),
-            fmt(r.wait_s, ".3f"),
-        )
-        for r in analysis.cpu.itertuples()
-    ]
-    headers = ("pool", "threads", "CPU s", "busy s", "CPU / busy", "run-queue wait s")
-    return table(headers, rows) + note(
+    return html_table(cpu_table(analysis, units_in_headers=True)) + note(
         "CPU and run-queue wait from the kernel (schedstat); busy from the trace."
     )
 
@@ -333,47 +276,35 @@ def cpu_section(analysis: Analysis) -> str:
 def ops_section(analysis: Analysis) -> str:
     if analysis.top_ops.empty:
         return note("No op events in the trace.")
-    rows = [
-        (
-            str(r.op_type),
-            str(r.count),
-            fmt(r.total_ms, ".2f"),
-            fmt(r.mean_us, ".1f"),
-            parallelism_text(r.parallelism),
-        )
-        for r in analysis.top_ops.itertuples()
-    ]
-    headers = ("op type", "count", "total ms", "mean us", "parallelism")
-    return table(headers, rows) + note(
+    return html_table(ops_table(analysis, shorten=False)) + note(
         "parallelism = Eigen workers busy on the op's behalf, on average; inline = none."
     )
 
 
 def steps_section(analysis: Analysis) -> str:
-    steps = analysis.steps
-    stats = steps.stats()
+    steps, stats = analysis.steps, analysis.step_stats
     if not stats["steps"]:
         if stats["found"]:
             return note(f"No step in the analysed window ({stats['found']} in the trace).")
         return note("No steps found (no tf.function or annotation repeated on the main thread).")
-    summary = steps_line(steps) or ""
-    lines = "".join(note(line) for line in step_summary_lines(steps.summary()))
-    lo = analysis.window[0]
+    summary = steps_line(analysis) or ""
+    lines = "".join(note(line) for line in step_summary_lines(analysis))
+    lo, categories = analysis.window[0], list(analysis.breakdown["category"])
     slowest = steps.table.sort_values("duration_ns", ascending=False, kind="stable")
     rows = [
         (
             str(int(r["step"])),
             f"{(r['start_ns'] - lo) / 1e9:.3f}",
             f"{r['duration_ns'] / 1e6:.2f}",
-            *(f"{r[c]:.0%}" for c in CATEGORIES),
+            *(f"{r[c]:.0%}" for c in categories),
         )
         for _, r in slowest.head(MAX_STEP_ROWS).iterrows()
     ]
     shown = len(rows)
     which = f"The {shown} slowest of {stats['steps']} steps" if shown < stats["steps"] else "Steps"
     more = note(f"{which}, slowest first; every step is in the JSON (tftrace analyze --json).")
-    headers = ("step", "start s", "duration ms", *CATEGORIES)
-    return note(summary, "summary") + lines + table(headers, rows) + more
+    headers = ("step", "start s", "duration ms", *categories)
+    return note(summary, "summary") + lines + html_table(Table("", headers, rows)) + more
 
 
 def figure(name: str, title: str, caption: str, png: bytes) -> str:

@@ -1,4 +1,5 @@
-"""The report's figures, drawn from the plot-ready tables of ``figure_data.py``.
+"""The report's figures, drawn from the plot-ready tables an ``Analysis`` holds
+(``metrics/figures.py`` computes them).
 
 Drawing only: every number a figure shows is a column of those tables (tested there,
 without matplotlib). Import this module lazily: it loads matplotlib. Figures are made
@@ -30,11 +31,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from tftrace.analysis.analyze import Analysis
-from tftrace.analysis.render.figure_data import (
-    ReportPlotData,
-    RequestPlotData,
-    report_plot_data,
-)
 
 WIDTH_IN = 11.0  # 1100 px at DPI: the report's content width
 DPI = 100
@@ -379,13 +375,14 @@ def _one_two_five(lo: float, hi: float) -> list[float]:
     return [round(t, 12) for t in ticks if lo <= t <= hi]
 
 
-def request_figures(data: RequestPlotData | None) -> dict[str, Figure]:
+def request_figures(analysis: Analysis) -> dict[str, Figure]:
     """A server's figures by name; none for a loop."""
-    if data is None:
+    over_time, latency = analysis.requests_over_time, analysis.latency_distribution
+    if analysis.requests is None or over_time is None or latency is None:
         return {}
     return {
-        "requests_in_flight": draw_requests_in_flight(data.over_time),
-        "request_latency": draw_request_latency(data.latency, data.percentiles),
+        "requests_in_flight": draw_requests_in_flight(over_time),
+        "request_latency": draw_request_latency(latency, analysis.requests.latency()),
     }
 
 
@@ -393,16 +390,19 @@ def _category_colour(category: object) -> str:
     return CATEGORY_COLOURS.get(str(category), "#333333")
 
 
-def report_figures(data: ReportPlotData) -> dict[str, Figure]:
+def report_figures(analysis: Analysis) -> dict[str, Figure]:
     """Every figure of the report by name (the name is also its PNG's file name)."""
+    census_cpus = analysis.census.cpus if analysis.census else None
     return {
-        "concurrency": draw_concurrency(data.concurrency, data.cores),
-        "census": draw_census(data.census, data.census_cpus),
-        "histograms": draw_histograms(data.histograms),
-        "timeline": draw_timeline(data.timeline),
-        "queue_delay": draw_queue_delay(data.queue_delay),
-        "breakdown": draw_breakdown(data.breakdown),
-        **request_figures(data.requests),
+        "concurrency": draw_concurrency(
+            analysis.concurrency_over_time, analysis.run.manifest.usable_cpus
+        ),
+        "census": draw_census(analysis.census_over_time, census_cpus),
+        "histograms": draw_histograms(analysis.concurrency_histograms),
+        "timeline": draw_timeline(analysis.thread_timeline),
+        "queue_delay": draw_queue_delay(analysis.queue_delay_distribution),
+        "breakdown": draw_breakdown(analysis.breakdown_bars),
+        **request_figures(analysis),
     }
 
 
@@ -415,6 +415,4 @@ def png_bytes(fig: Figure) -> bytes:
 
 def png_images(analysis: Analysis) -> dict[str, bytes]:
     """Every figure of the report as PNG bytes, by name (the report and TensorBoard use it)."""
-    return {
-        name: png_bytes(fig) for name, fig in report_figures(report_plot_data(analysis)).items()
-    }
+    return {name: png_bytes(fig) for name, fig in report_figures(analysis).items()}

@@ -1,7 +1,7 @@
 """Which Python, as text: the rows and lines the terminal and the HTML report show.
 
 Shown where Python time matters (``PythonTime.matters``: the breakdown's python share reached
-``PYTHON_MATTERS_SHARE`` or the python-bound finding fired); otherwise one line says why not.
+``PythonTime.MATTERS_SHARE`` or the python-bound finding fired); otherwise one line says why not.
 Nothing is computed here: every figure is a field of ``Analysis.python_time``.
 """
 
@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE
-
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.python_time import PythonTime
 
 HEADERS = ("function (file)", "self %", "total %", "self s", "~samples")
 TOP_BY_SELF = 6
@@ -27,8 +24,11 @@ def _short(function: str) -> str:
     return "..." + function[-(MAX_FUNCTION_CHARS - 3) :]
 
 
-def main_rows(python: PythonTime, shorten: bool = True) -> list[tuple[str, ...]]:
+def main_rows(analysis: Analysis, shorten: bool = True) -> list[tuple[str, ...]]:
     """The main thread's top functions by self time, then the next by total time."""
+    python = analysis.python_time
+    if python is None:
+        return []
     rows = python.main_thread()
     picked = rows.nlargest(TOP_BY_SELF, "self_ns")
     rest = rows[~rows["function"].isin(picked["function"])]
@@ -45,17 +45,22 @@ def main_rows(python: PythonTime, shorten: bool = True) -> list[tuple[str, ...]]
     ]
 
 
-def title(python: PythonTime) -> str:
+def title(analysis: Analysis) -> str:
     """Which thread the table is about, how much py-spy saw of it, and py-spy's health."""
+    python = analysis.python_time
+    if python is None:
+        return ""
     thread = python.threads.iloc[0]
     return (
         f"which Python: {thread['name']} ({thread['pool']}), "
-        f"{thread['sampled_ns'] / 1e9:.3f} s sampled in the window ({health_text(python)})"
+        f"{thread['sampled_ns'] / 1e9:.3f} s sampled in the window ({health_text(analysis)})"
     )
 
 
-def health_text(python: PythonTime) -> str:
-    h = python.health
+def health_text(analysis: Analysis) -> str:
+    if analysis.python_time is None:
+        return ""
+    h = analysis.python_time.health
     mode = {True: "nonblocking", False: "blocking", None: "mode unknown"}[h.nonblocking]
     rate = f"{h.rate} Hz" if h.rate else "rate unknown"
     if h.error_share is None:
@@ -63,9 +68,11 @@ def health_text(python: PythonTime) -> str:
     return f"py-spy {rate}, {mode}, {h.samples} samples, {h.error_share:.1%} errors"
 
 
-def other_thread_lines(python: PythonTime) -> list[str]:
+def other_thread_lines(analysis: Analysis) -> list[str]:
     """One line per other Python thread: its sampled time and top function by self time."""
-    lines = []
+    python, lines = analysis.python_time, []
+    if python is None:
+        return []
     for thread in python.threads.iloc[1:].itertuples():
         rows = python.functions[python.functions["thread"] == thread.thread]
         top = rows.nlargest(1, "self_ns")
@@ -77,8 +84,11 @@ def other_thread_lines(python: PythonTime) -> list[str]:
     return lines
 
 
-def notes(python: PythonTime) -> list[str]:
+def notes(analysis: Analysis) -> list[str]:
     """How to read the table, and py-spy's high error share with its reason."""
+    python = analysis.python_time
+    if python is None:
+        return []
     out = [
         "self = innermost frame, total = anywhere on the stack; shares of the thread's "
         "sampled time; ~samples = self time x py-spy's rate"
@@ -108,6 +118,6 @@ def not_shown(analysis: Analysis) -> str | None:
         data = "" if python.present else f"; {python.note}"
         return (
             f"which Python: not shown, python / host {python_share(analysis):.0%} of the window "
-            f"(< {PYTHON_MATTERS_SHARE:.0%}) and no python-bound finding{data}"
+            f"(< {python.MATTERS_SHARE:.0%}) and no python-bound finding{data}"
         )
     return None

@@ -15,7 +15,6 @@ from tftrace.analysis.render.formatting import fmt, markdown_table, markdown_tex
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.requests import Requests
 
 TITLE = "requests"
 LATENCY_TITLE = "request latency (ms)"
@@ -34,7 +33,7 @@ def summary_lines(analysis: Analysis) -> list[str]:
         return []
     return [
         f"shape: {analysis.shape} ({requests.source}): {len(requests.table)} requests in the "
-        f"{requests.seconds:.3f} s window, {throughput_text(requests)} requests/s",
+        f"{requests.seconds:.3f} s window, {requests.throughput:.1f} requests/s",
         f"requests in flight: mean {requests.mean_in_flight():.2f}, "
         f"peak {requests.peak_in_flight()}",
     ]
@@ -45,12 +44,12 @@ def window_note(analysis: Analysis) -> str:
     return f"over the analysed window: {analysis.window_basis}"
 
 
-def throughput_text(requests: Requests) -> str:
-    return f"{requests.throughput:.1f}"
-
-
-def latency_rows(requests: Requests) -> list[tuple[str, ...]]:
-    """One row for all requests, then one per function where there are several (ms)."""
+def latency_rows(analysis: Analysis) -> list[tuple[str, ...]]:
+    """One row for all requests, then one per function where there are several (ms); none
+    for a loop."""
+    requests = analysis.requests
+    if requests is None:
+        return []
     return [
         (
             str(r["function"]),
@@ -61,8 +60,12 @@ def latency_rows(requests: Requests) -> list[tuple[str, ...]]:
     ]
 
 
-def breakdown_rows(requests: Requests) -> list[tuple[str, str, str]]:
-    """Each category's share of the summed latency, and its mean ms per request."""
+def breakdown_rows(analysis: Analysis) -> list[tuple[str, str, str]]:
+    """Each category's share of the summed latency, and its mean ms per request; none for a
+    loop."""
+    requests = analysis.requests
+    if requests is None:
+        return []
     return [
         (str(r["category"]), f"{r['share']:.1%}", f"{r['mean_ms']:.3f}")
         for r in requests.breakdown().to_dict("records")
@@ -72,12 +75,11 @@ def breakdown_rows(requests: Requests) -> list[tuple[str, str, str]]:
 def markdown_tables(analysis: Analysis) -> list[str]:
     """A server's requests as markdown (TensorBoard's text): the summary over the window
     named, latency per function (ms), where a request's time went; nothing for a loop."""
-    requests = analysis.requests
-    if requests is None:
+    if analysis.requests is None:
         return []
     lines = [*summary_lines(analysis), window_note(analysis)]
     return [
         "\n".join(f"- {markdown_text(line)}" for line in lines),  # names a function: as text
-        f"**{LATENCY_TITLE}**\n\n" + markdown_table(LATENCY_HEADERS, latency_rows(requests)),
-        f"**{BREAKDOWN_TITLE}**\n\n" + markdown_table(BREAKDOWN_HEADERS, breakdown_rows(requests)),
+        f"**{LATENCY_TITLE}**\n\n" + markdown_table(LATENCY_HEADERS, latency_rows(analysis)),
+        f"**{BREAKDOWN_TITLE}**\n\n" + markdown_table(BREAKDOWN_HEADERS, breakdown_rows(analysis)),
     ]

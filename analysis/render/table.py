@@ -10,9 +10,9 @@ is a ``Link``; the HTML back end draws it as an anchor, the terminal as its text
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.render.console import say
 from tftrace.analysis.render.console import table as plain_table
@@ -49,7 +49,11 @@ class Table:
     text_at: Collection[int] = ()
     notes: tuple[str, ...] = ()
     empty: str = "none"
-    options: dict[str, object] = field(default_factory=dict)  # rich Table options
+    options: Mapping[str, Any] = field(default_factory=dict)  # rich Table options
+    draw_empty: bool = False  # without rows: the headers alone, not the ``empty`` line
+    # rich column options by column index (wrapping, widths); a column's justification
+    # comes from ``is_text``
+    column_options: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
 
     def is_text(self, column: int) -> bool:
         return column < self.text_columns or column in self.text_at
@@ -60,15 +64,20 @@ def rich_table(table: Table) -> object:
     options = {"title_justify": "left", **table.options}
     shown = plain_table(table.title, **options)
     for i, header in enumerate(table.headers):
-        shown.add_column(header, justify="left" if table.is_text(i) else "right")
+        shown.add_column(
+            header,
+            justify="left" if table.is_text(i) else "right",
+            **table.column_options.get(i, {}),
+        )
     for row in table.rows:
         shown.add_row(*(str(c) for c in row))
     return shown
 
 
 def print_table(console: Console, table: Table) -> None:
-    """Draw ``table`` on the terminal, then its notes; ``"<title>: none"`` without rows."""
-    if not table.rows:
+    """Draw ``table`` on the terminal, then its notes; ``"<title>: none"`` without rows (unless
+    ``draw_empty``)."""
+    if not table.rows and not table.draw_empty:
         say(console, f"{table.title}: {table.empty}" if table.title else table.empty)
     else:
         console.print(rich_table(table))
@@ -85,7 +94,7 @@ def _html_cell(cell: Cell) -> str:
 def html_table(table: Table, title_tag: str = "") -> str:
     """``table`` as an HTML table (cells escaped here, so no caller can forget it), after its
     title in ``title_tag`` when one is given, followed by its notes."""
-    if not table.rows:
+    if not table.rows and not table.draw_empty:
         body = f'<p class="none">{html_text(table.empty)}</p>'
     else:
 

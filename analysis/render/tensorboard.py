@@ -48,8 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import google_crc32c
-import numpy as np
-import pandas as pd
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
@@ -58,11 +56,8 @@ from tensorboard.util import tensor_util
 
 from tftrace.analysis.analyze import Analysis
 from tftrace.analysis.findings import Finding
-from tftrace.analysis.metrics.breakdown import CATEGORIES
-from tftrace.analysis.metrics.concurrency import ANALYSED_POOLS
 from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import headline
-from tftrace.analysis.render.figure_data import requests_over_time, step_concurrency
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, markdown_table, pool_rows
 from tftrace.analysis.render.formatting import markdown_text as md
 from tftrace.analysis.render.window_text import warmup_line, window_line
@@ -73,7 +68,6 @@ EVENT_FILE_GLOB = "events.out.tfevents.*"
 MAX_POINTS = 1000
 MS = 1_000_000
 QUEUE_FIGURES = ("p50_us", "p90_us", "p99_us", "max_us")
-CONCURRENCY_PREFIX = "concurrency/"  # per-step pool columns, apart from the breakdown's
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _SCALAR = tensor_shape_pb2.TensorShapeProto()
 
@@ -137,8 +131,8 @@ class _Clock:
 def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
     """``concurrency/<pool>``: one point per bin, step = bin start in ms on the run's axis."""
     events: list[Any] = []
-    for pool in ANALYSED_POOLS:
-        series = analysis.concurrency[pool].series(resolution_ns)
+    for pool, busy in analysis.concurrency.items():
+        series = busy.series(resolution_ns)
         tag = f"concurrency/{pool.value}"
         description = (
             f"Mean number of busy {pool.value} threads per {resolution_ns / MS:g} ms bin. "
@@ -153,9 +147,9 @@ def concurrency_events(analysis: Analysis, clock: _Clock, resolution_ns: int) ->
 def request_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
     """A server's ``requests/in_flight`` and ``requests/completed`` per bin (the concurrency's
     bins: step = bin start in ms on the run's axis); none for a loop."""
-    if analysis.requests is None:
+    series = analysis.requests_per_bin(resolution_ns)
+    if analysis.requests is None or series is None:
         return []
-    series = requests_over_time(analysis.requests, resolution_ns=resolution_ns)
     width = f"{resolution_ns / MS:g} ms bin"
     descriptions = {
         "in_flight": f"Mean number of requests in flight per {width} "
@@ -201,32 +195,19 @@ def render_figures(analysis: Analysis) -> str:
         (
             *requests_text.markdown_tables(analysis),
             markdown_table(POOL_HEADERS, pool_rows(analysis.pools)),
-            *([census_text.markdown(analysis.census)] if analysis.census else []),
+            *([census_text.markdown(analysis)] if analysis.census else []),
             markdown_table(("pool", "closures", *QUEUE_FIGURES), queue_rows),
             markdown_table(("category", "share of the window"), breakdown_rows),
         )
     )
 
 
-def step_points(table: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
-    """The steps table as at most ``max_points`` rows: each row the mean of a run of
-    consecutive steps (duration and shares), numbered and placed by its last step. TensorBoard
-    keeps 1,000 points of a series and would drop the rest at random; a long training has
-    tens of thousands of steps."""
-    if len(table) <= max_points:
-        return table
-    group = np.arange(len(table)) * max_points // len(table)
-    means = table.drop(columns=["step", "start_ns", "end_ns"]).groupby(group).mean()
-    last = table.groupby(group)[["step", "start_ns", "end_ns"]].last()
-    return pd.concat([last, means], axis=1).reset_index(drop=True)
-
-
 def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
-    """Per step (or per run of steps, ``step_points``): its duration, its breakdown shares and
-    each pool's mean concurrency, step = the (last) step's number."""
-    pools = step_concurrency(analysis).drop(columns="step").add_prefix(CONCURRENCY_PREFIX)
-    table = step_points(pd.concat([analysis.steps.table.reset_index(drop=True), pools], axis=1))
-    shares = [c for c in CATEGORIES if c in table.columns]  # not "batches": no share
+    """Per step (or per run of steps, ``Analysis.step_points``): its duration, its breakdown
+    shares and each pool's mean concurrency, step = the (last) step's number."""
+    table = analysis.step_points
+    shares = [c for c in analysis.breakdown["category"] if c in table.columns]  # not "batches"
+    pools = [c for c in table.columns if c not in analysis.steps.table.columns]
     events: list[Any] = []
     for i, row in enumerate(table.to_dict("records")):
         first = i == 0
@@ -241,10 +222,10 @@ def step_events(analysis: Analysis, clock: _Clock) -> list[Any]:
                 row[column],
                 f"Share of the step in category {column!r} (0-1)." if first else None,
             )
-        for column in pools.columns:
-            pool = column.removeprefix(CONCURRENCY_PREFIX)
+        for column in pools:  # concurrency/<pool>
+            pool = column.partition("/")[2]
             values += _maybe_value(
-                f"steps/concurrency/{pool}",
+                f"steps/{column}",
                 row[column],
                 f"Mean number of busy {pool} threads during the step." if first else None,
             )
@@ -271,12 +252,12 @@ def finding_events(findings: Sequence[Finding], clock: _Clock) -> list[Any]:
 def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
     """``about``: what was analysed and how to read the axes (a line that may name something of
     the run's, a path or a function, through ``markdown_text``: shown, never markup)."""
-    warmup = warmup_line(analysis.warmup)
+    warmup = warmup_line(analysis)
     said = [
         window_line(analysis),
         *([warmup] if warmup else []),
         *requests_text.summary_lines(analysis),
-        *(headline(analysis.core_use) if analysis.core_use else []),
+        *headline(analysis),
     ]
     lines = [
         f"**run** {md(analysis.run.path)}",

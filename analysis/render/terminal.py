@@ -6,25 +6,28 @@ Nothing is computed here: ``tftrace.analysis.analyze`` did that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tftrace.analysis.render import census_text, python_text, requests_text
+from tftrace.analysis.render import python_text, requests_text
 from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
-from tftrace.analysis.render.console import table as plain_table
-from tftrace.analysis.render.core_use_text import HEADERS as CORE_USE_HEADERS
 from tftrace.analysis.render.core_use_text import (
     beside_lines,
-    cause_rows,
+    cause_table,
     headline,
     not_checked_lines,
 )
-from tftrace.analysis.render.formatting import (
-    POOL_HEADERS,
-    fmt,
-    parallelism_text,
-    pool_rows,
+from tftrace.analysis.render.report_tables import (
+    breakdown_table,
+    census_table,
+    cpu_table,
+    ops_table,
+    pools_table,
+    python_table,
+    queue_delay_table,
+    request_tables,
 )
+from tftrace.analysis.render.table import print_table
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -37,17 +40,6 @@ if TYPE_CHECKING:
 
     from tftrace.analysis.analyze import Analysis
     from tftrace.analysis.findings import Finding
-
-
-def _table(
-    title: str, columns: tuple[str, ...], left: int = 1, text_at: tuple[int, ...] = ()
-) -> Any:
-    """A rich table whose first ``left`` columns (and those at ``text_at``) are text, the others
-    right-aligned figures; every title, header and cell shown as text (``console.table``)."""
-    table = plain_table(title, title_justify="left")
-    for i, column in enumerate(columns):
-        table.add_column(column, justify="left" if i < left or i in text_at else "right")
-    return table
 
 
 def render_text(analysis: Analysis) -> str:
@@ -78,7 +70,7 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     """Print the analysis (findings first, then every table) on ``out`` (default: stdout)."""
     console = out or make_console()
     say(console, f"{analysis.run.path}  {window_line(analysis)}")
-    warmup = warmup_line(analysis.warmup)
+    warmup = warmup_line(analysis)
     if warmup:
         say(console, warmup)
     _render_requests(console, analysis)
@@ -86,47 +78,16 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     _render_findings(console, analysis.findings)
     for line in not_checked_lines(analysis):
         say(console, line)
-    pools = _table("pools (busy = owning work, see docs)", POOL_HEADERS)
-    for cells in pool_rows(analysis.pools):
-        pools.add_row(*cells)
-    console.print(pools)
+    print_table(console, pools_table(analysis))
     _render_census(console, analysis)
-    queue = _table(
-        "queue delay: scheduled -> started (us)",
-        ("pool", "closures", "p50", "p90", "p99", "max", "total ms"),
-    )
-    for r in analysis.queue_delay.itertuples():
-        queue.add_row(
-            r.pool,
-            str(r.closures),
-            fmt(r.p50_us, ".1f"),
-            fmt(r.p90_us, ".1f"),
-            fmt(r.p99_us, ".1f"),
-            fmt(r.max_us, ".1f"),
-            fmt(r.total_ms, ".2f"),
-        )
-    console.print(queue)
-    cpu = _table(
-        "CPU truth (OS) vs traced busy time (s)",
-        ("pool", "threads", "CPU", "busy", "CPU/busy", "run-queue wait"),
-    )
-    for r in analysis.cpu.itertuples():
-        cpu.add_row(
-            r.pool,
-            str(r.threads),
-            fmt(r.cpu_s, ".3f"),
-            fmt(r.busy_s, ".3f"),
-            fmt(r.cpu_per_busy, ".2f"),
-            fmt(r.wait_s, ".3f"),
-        )
-    console.print(cpu)
-    console.print(_breakdown_table(analysis))
+    for table in (queue_delay_table(analysis), cpu_table(analysis), breakdown_table(analysis)):
+        print_table(console, table)
     _render_python(console, analysis)
-    console.print(_ops_table(analysis))
-    steps = steps_line(analysis.steps)
+    print_table(console, ops_table(analysis))
+    steps = steps_line(analysis)
     if steps:
         say(console, steps)
-    for line in step_summary_lines(analysis.steps.summary()):
+    for line in step_summary_lines(analysis):
         say(console, f"  {line}")
     for line in analysis.run.missing:
         say(console, f"missing: {line}")
@@ -135,15 +96,9 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
 def _render_census(console: Console, analysis: Analysis) -> None:
     """Every thread by pool against the usable CPUs, then where each size came from (library
     names and environment values, the run's own strings: printed as plain text, no markup)."""
-    census = analysis.census
-    if census is None:
-        return
-    table = _table(census_text.title(census), census_text.FIGURE_HEADERS)
-    for cells in census_text.figure_rows(census):
-        table.add_row(*cells)
-    console.print(table)
-    for line in [*census_text.source_lines(census), *census_text.summary_lines(census)]:
-        say(console, line)
+    table = census_table(analysis)
+    if table is not None:
+        print_table(console, table)
 
 
 def _render_requests(console: Console, analysis: Analysis) -> None:
@@ -154,14 +109,8 @@ def _render_requests(console: Console, analysis: Analysis) -> None:
         return
     for line in requests_text.summary_lines(analysis):
         say(console, line)
-    latency = _table(requests_text.LATENCY_TITLE, requests_text.LATENCY_HEADERS)
-    for cells in requests_text.latency_rows(requests):
-        latency.add_row(*cells)
-    console.print(latency)
-    parts = _table(requests_text.BREAKDOWN_TITLE, requests_text.BREAKDOWN_HEADERS)
-    for cells in requests_text.breakdown_rows(requests):
-        parts.add_row(*cells)
-    console.print(parts)
+    for table in request_tables(analysis):
+        print_table(console, table)
 
 
 def _render_core_use(console: Console, analysis: Analysis) -> None:
@@ -169,56 +118,25 @@ def _render_core_use(console: Console, analysis: Analysis) -> None:
     use = analysis.core_use
     if use is None:
         return
-    for line in headline(use):
+    for line in headline(analysis):
         say(console, line)
-    rows = cause_rows(use)
-    if rows:
-        table = _table("", CORE_USE_HEADERS)
-        for cells in rows:
-            table.add_row(*cells)
-        console.print(table)
+    causes = cause_table(analysis)
+    if causes:
+        print_table(console, causes)
     for line in beside_lines(analysis):
         say(console, line)
     for line in use.notes:
         say(console, f"({line})")
 
 
-def _breakdown_table(analysis: Analysis) -> Any:
-    table = _table(
-        "where the wall time went (see docs for each category)", ("category", "ms", "share")
-    )
-    for r in analysis.breakdown.itertuples():
-        table.add_row(r.category, f"{r.ns / 1e6:.1f}", f"{r.share:.1%}")
-    return table
-
-
 def _render_python(console: Console, analysis: Analysis) -> None:
     """Which Python functions took the time, where Python time matters (else one line)."""
-    python = analysis.python_time
-    line = python_text.not_shown(analysis)
-    if python is None or line is not None:
+    python, table = analysis.python_time, python_table(analysis)
+    if python is None or table is None:
+        line = python_text.not_shown(analysis)
         if line:
             say(console, line)
         return
-    table = _table(python_text.title(python), python_text.HEADERS)
-    for cells in python_text.main_rows(python):
-        table.add_row(*cells)
-    console.print(table)
-    for text in [*python_text.other_thread_lines(python), *python_text.notes(python)]:
+    print_table(console, table)
+    for text in [*python_text.other_thread_lines(analysis), *python_text.notes(analysis)]:
         say(console, text)
-
-
-def _ops_table(analysis: Analysis) -> Any:
-    table = _table(
-        "top op types by time (parallelism = Eigen workers busy for it; inline = none)",
-        ("op type", "count", "total ms", "mean us", "parallelism"),
-    )
-    for r in analysis.top_ops.itertuples():
-        table.add_row(
-            str(r.op_type)[:40],
-            str(r.count),
-            f"{r.total_ms:.2f}",
-            f"{r.mean_us:.1f}",
-            parallelism_text(r.parallelism),
-        )
-    return table

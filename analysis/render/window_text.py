@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.steps import Steps, StepSummary
-    from tftrace.analysis.metrics.warmup import Warmup
 
 
 def window_line(analysis: Analysis) -> str:
@@ -19,8 +17,9 @@ def window_line(analysis: Analysis) -> str:
     )
 
 
-def warmup_line(warmup: Warmup | None) -> str | None:
+def warmup_line(analysis: Analysis) -> str | None:
     """``warm-up: step 1, 11.970 s: tracing (graph building) 62%, ...``; None without one."""
+    warmup = analysis.warmup
     if warmup is None:
         return None
     which = "step 1" if warmup.steps == 1 else f"steps 1-{warmup.steps}"
@@ -35,15 +34,16 @@ def warmup_line(warmup: Warmup | None) -> str | None:
     )
 
 
-def steps_line(steps: Steps) -> str | None:
+def steps_line(analysis: Analysis) -> str | None:
     """``steps: 5 of 6 in the window (tf.function train), 1 batch each, mean ...``."""
-    stats = steps.stats()
+    stats = analysis.step_stats
     if not stats["steps"]:
         return None
     batches = stats["batches_per_step"]
     each = f", {batches:g} batch{'es' * (batches != 1)} each" if batches else ""
     return (
-        f"steps: {stats['steps']} of {stats['found']} in the window ({steps.source}){each}, "
+        f"steps: {stats['steps']} of {stats['found']} in the window ({analysis.steps.source})"
+        f"{each}, "
         f"mean {stats['mean_ms']:.2f} ms, sd {stats['std_ms']:.2f} ms (cv {stats['cv']:.2f}), "
         f"min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f} ms"
     )
@@ -52,8 +52,9 @@ def steps_line(steps: Steps) -> str | None:
 MAX_OUTLIERS_NAMED = 10
 
 
-def step_summary_lines(summary: StepSummary | None) -> list[str]:
+def step_summary_lines(analysis: Analysis) -> list[str]:
     """The steps in a few lines: percentiles and trend, the slowest, the outliers."""
+    summary = analysis.step_summary
     if summary is None:
         return []
     trend = ""

@@ -9,10 +9,10 @@ import pandas as pd
 
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.console import say
-from tftrace.analysis.render.console import table as plain_table
 from tftrace.analysis.render.formatting import fmt, is_missing
-from tftrace.analysis.sweep.recommendation import measure_words, recommendation
-from tftrace.analysis.sweep.result import SweepResult, copies_of
+from tftrace.analysis.render.table import Table, print_table
+from tftrace.analysis.sweep.outcome import SweepResult, measure_words, recommendation
+from tftrace.analysis.sweep.result import copies_of
 from tftrace.analysis.sweep.stats import (
     FIGURE_COLUMNS,
     env_columns,
@@ -50,7 +50,6 @@ def render(result: SweepResult) -> None:
         + "; ".join(result.bases)
         + (f" · decided by: {measure_words(result)}" if latency else ""),
     )
-    table = plain_table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ["", "intra", "inter", *knobs, "n", result.unit, "±", "speedup", "CPU"]
     rate = "req/s" if result.server else "steps/s"
     if latency:
@@ -63,11 +62,7 @@ def render(result: SweepResult) -> None:
     recorded_columns = recorded and not latency
     if recorded_columns:
         columns += ["intra c", "inter c", "main finding"]
-    for i, c in enumerate(columns):
-        if c == "main finding":  # finding ids are up to ~30 characters: keep them whole
-            table.add_column(c, overflow="fold", min_width=22, ratio=1)
-        else:
-            table.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
+    rows = []
     v = result.verdict
     for i, r in result.table.iterrows():
         tag = "base" if r["is_baseline"] else ""
@@ -108,8 +103,19 @@ def render(result: SweepResult) -> None:
                 fmt(view.inter_concurrency if view else None, ".2f"),
                 (view.finding.id if view.finding else "none") if view else "-",
             ]
-        table.add_row(*cells)
-    console.print(table)
+        rows.append(cells)
+    # finding ids are up to ~30 characters: that column folds them, the others never wrap
+    finding_column = columns.index("main finding") if recorded_columns else None
+    fold, whole = {"overflow": "fold", "min_width": 22, "ratio": 1}, {"no_wrap": True}
+    table = Table(
+        "",
+        tuple(columns),
+        rows,
+        text_at=() if finding_column is None else (finding_column,),
+        options={"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True},
+        column_options={i: fold if i == finding_column else whole for i in range(len(columns))},
+    )
+    print_table(console, table)
     if latency:
         what = "requests" if result.server else "steps"
         note = (

@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.sweep.outcome import SweepResult
 from tftrace.analysis.sweep.plan import Baseline, Plan, Values, as_text, settings_of
 from tftrace.analysis.sweep.plan import plan as make_plan
 from tftrace.analysis.sweep.report import document, plot
-from tftrace.analysis.sweep.result import SweepResult, build, recorded_view
+from tftrace.analysis.sweep.result import build, recorded_view
 from tftrace.analysis.sweep.runs import time_copies, time_run, usable_cpus
 from tftrace.analysis.sweep.stats import setting_of
 from tftrace.analysis.sweep.timing import Measure, Objective

@@ -3,8 +3,8 @@
 It is ``Analysis.to_json()`` (what ``tftrace analyze --json`` prints) with what the report adds
 to it, in the report's own words: the core-use headline and idle causes
 (``core_use_text``), the window and warm-up lines, the run's manifest, the concurrency series and
-queue-delay distribution of the report's figures (``figure_data``), the steps with each pool's
-mean concurrency per step (at most ``MAX_POINTS`` of them, as the TensorBoard summaries), the
+queue-delay distribution of the report's figures, the steps with each pool's mean concurrency
+per step (at most 1,000 of them, as the TensorBoard summaries: ``Analysis.step_points``), the
 threads with their pool and evidence (``threads.thread_rows``), and for a server its requests
 (``requests_view``: the report's lines and tables, requests in flight and completed over time,
 the latency distribution; None for a loop). Nothing is computed here
@@ -20,22 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace import __version__
 from tftrace.analysis.analyze import Analysis
-from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import HEADERS as CAUSE_HEADERS
 from tftrace.analysis.render.core_use_text import cause_rows, headline
-from tftrace.analysis.render.figure_data import (
-    SERIES_BINS,
-    concurrency_stack,
-    latency_distribution,
-    queue_delay_distribution,
-    requests_over_time,
-    step_concurrency,
-)
 from tftrace.analysis.render.html_sections import manifest_pairs
-from tftrace.analysis.render.tensorboard import CONCURRENCY_PREFIX, MAX_POINTS, step_points
 from tftrace.analysis.render.threads import thread_rows
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
@@ -43,6 +32,7 @@ from tftrace.analysis.render.window_text import (
     warmup_line,
     window_line,
 )
+from tftrace.version import __version__
 
 THREAD_COLUMNS = ("pool", "tid", "os_name", "tf_name", "python_name", "line_name", "events")
 
@@ -54,19 +44,15 @@ def dashboard(analysis: Analysis) -> dict[str, Any]:
     use = analysis.core_use
     data.update(
         tftrace_version=__version__,
-        headline=headline(use) if use else [],
-        idle_causes={"headers": list(CAUSE_HEADERS), "rows": cause_rows(use) if use else []},
+        headline=headline(analysis),
+        idle_causes={"headers": list(CAUSE_HEADERS), "rows": cause_rows(analysis)},
         core_use_notes=list(use.notes) if use else [],
         window_line=window_line(analysis),
-        warmup_line=warmup_line(analysis.warmup),
+        warmup_line=warmup_line(analysis),
         manifest=manifest_pairs(run.manifest) if run.manifest.exists else [],
         notes=list(run.notes),
         concurrency=concurrency_figure(analysis),
-        queue_delay_distribution=records(
-            queue_delay_distribution(
-                run, [Pool(p) for p in analysis.queue_delay["pool"]], analysis.window
-            )
-        ),
+        queue_delay_distribution=records(analysis.queue_delay_distribution),
         steps={**data["steps"], **steps_figure(analysis)},  # its stats; points, not the table
         threads=threads_table(analysis),
         census_view=census_view(analysis),
@@ -81,22 +67,21 @@ def requests_view(analysis: Analysis) -> dict[str, Any] | None:
     """A server's requests as the tab shows them: the report's lines (the window named), the
     latency and breakdown tables, requests in flight and completed per bin over the window
     (t_s since its start), and the latency distribution; None for a loop."""
-    requests = analysis.requests
-    if requests is None:
+    requests, over_time = analysis.requests, analysis.requests_over_time
+    if requests is None or over_time is None or analysis.latency_distribution is None:
         return None
-    over_time = requests_over_time(requests)
     return {
         "lines": requests_text.summary_lines(analysis),
         "window_note": requests_text.window_note(analysis),
         "latency": {
             "title": requests_text.LATENCY_TITLE,
             "headers": list(requests_text.LATENCY_HEADERS),
-            "rows": requests_text.latency_rows(requests),
+            "rows": requests_text.latency_rows(analysis),
         },
         "breakdown": {
             "title": requests_text.BREAKDOWN_TITLE,
             "headers": list(requests_text.BREAKDOWN_HEADERS),
-            "rows": requests_text.breakdown_rows(requests),
+            "rows": requests_text.breakdown_rows(analysis),
         },
         "over_time": {
             "t_s": over_time["t_s"].tolist(),
@@ -109,7 +94,7 @@ def requests_view(analysis: Analysis) -> dict[str, Any] | None:
                 else None
             ),
         },
-        "latency_distribution": records(latency_distribution(requests)),
+        "latency_distribution": records(analysis.latency_distribution),
     }
 
 
@@ -120,39 +105,36 @@ def census_view(analysis: Analysis) -> dict[str, Any] | None:
     if census is None:
         return None
     return {
-        "title": census_text.title(census),
+        "title": census_text.title(analysis),
         "headers": list(census_text.HEADERS),
-        "rows": [list(r) for r in census_text.rows(census)],
-        "lines": census_text.summary_lines(census),
+        "rows": [list(r) for r in census_text.rows(analysis)],
+        "lines": census_text.summary_lines(analysis),
     }
 
 
 def concurrency_figure(analysis: Analysis) -> dict[str, Any]:
-    """Busy threads per pool over the window, in ``SERIES_BINS`` bins (the report's figure),
-    with the schedulable CPUs as its reference line."""
-    pools = [analysis.concurrency[Pool(p)] for p in analysis.pools["pool"]]
-    stack = concurrency_stack(pools, SERIES_BINS)
+    """Busy threads per pool over the window (the report's figure), with the schedulable CPUs
+    as its reference line."""
+    stack = analysis.concurrency_over_time
     return {
         "t_s": stack["t_s"].tolist(),
-        "pools": {c.pool.value: stack[c.pool.value].tolist() for c in pools},
+        "pools": {pool.value: stack[pool.value].tolist() for pool in analysis.concurrency},
         "cores": analysis.run.manifest.usable_cpus,
     }
 
 
 def steps_figure(analysis: Analysis) -> dict[str, Any]:
     """The steps: how they were found, the report's summary lines, and one point per step
-    (duration, breakdown shares, each pool's mean concurrency), binned above ``MAX_POINTS``."""
-    steps = analysis.steps
-    pools = step_concurrency(analysis).drop(columns="step").add_prefix(CONCURRENCY_PREFIX)
-    table = pd.concat([steps.table.reset_index(drop=True), pools], axis=1)
-    points = step_points(table, MAX_POINTS)
+    (duration, breakdown shares, each pool's mean concurrency), binned above 1,000 steps
+    (``Analysis.step_points``)."""
+    steps, points = analysis.steps, analysis.step_points
     return {
         "source": steps.source,
-        "count": len(table),
-        "binned": len(points) < len(table),
-        "line": steps_line(steps),
-        "summary": step_summary_lines(steps.summary()),
-        "pools": [c.removeprefix(CONCURRENCY_PREFIX) for c in pools.columns],
+        "count": len(steps.table),
+        "binned": len(points) < len(steps.table),
+        "line": steps_line(analysis),
+        "summary": step_summary_lines(analysis),
+        "pools": [str(c) for c in analysis.step_concurrency.columns.drop("step")],
         "points": records(points.drop(columns=["start_ns", "end_ns"])),
         "table": None,  # every step is in `tftrace analyze --json` and `tftrace export`
     }

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tftrace import __version__
 from tftrace.analysis.model.vocabulary import XPLANE_SUFFIX
 from tftrace.errors import TraceError
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import read_manifest
+from tftrace.version import __version__
 
 # What a recording writes and an analysis reads (files, or folders of them).
 RECORDED = (

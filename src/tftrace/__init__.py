@@ -30,8 +30,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from tftrace.errors import TftraceError
-
-__version__ = "0.1.0"
+from tftrace.version import __version__
 
 # public name -> module that defines it, imported when the name is first used
 _LAZY = {
@@ -48,7 +47,7 @@ _LAZY = {
     "Finding": "tftrace.analysis.findings.finding",
     "Severity": "tftrace.analysis.findings.finding",
     "sweep": "tftrace.analysis.sweep.session",
-    "SweepResult": "tftrace.analysis.sweep.result",
+    "SweepResult": "tftrace.analysis.sweep.outcome",
     "verify": "tftrace.analysis.sweep.verify",
     "diff": "tftrace.analysis.diff",
     "RunDiff": "tftrace.analysis.diff",
@@ -93,7 +92,7 @@ if TYPE_CHECKING:
     from tftrace.analysis.diff import RunDiff, diff
     from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
-    from tftrace.analysis.sweep.result import SweepResult
+    from tftrace.analysis.sweep.outcome import SweepResult
     from tftrace.analysis.sweep.session import sweep
     from tftrace.analysis.sweep.verify import verify
     from tftrace.tracer.in_process import Profile, profile

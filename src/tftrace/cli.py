@@ -10,9 +10,9 @@ import pkgutil
 import sys
 from types import ModuleType
 
-from tftrace import __version__
 from tftrace.errors import TftraceError
 from tftrace.target import parse_target, split_target
+from tftrace.version import __version__
 
 USAGE_ERROR = 2
 

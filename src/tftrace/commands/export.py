@@ -4,8 +4,9 @@ The trace formats open in a timeline viewer (one process per pool, one track per
 busy slices, Record -> region flow arrows, concurrency counters, and a server's requests of
 the analysed window as slices on their calling threads); the table formats give the run's
 DataFrames (and a server's requests table) to tools that do not have tftrace. Writing is
-``analysis.export.output.export_run`` (one run) and ``analysis.cluster.export.export_cluster``
-(a directory of hosts); this module maps the flags onto them and prints what they wrote.
+``analysis.export.output.export_run`` (one run's ``metrics.trace_figures``) and
+``analysis.cluster.export.export_cluster`` (a directory of hosts); this module maps the flags
+onto them and prints what they wrote.
 """
 
 from __future__ import annotations
@@ -73,12 +74,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     from tftrace.analysis.export.output import check_output, export_run
+    from tftrace.analysis.metrics.trace_figures import trace_figures
 
     if ns.output is not None:
         check_output(ns.output, ns.format)  # before any work
     if path_kind(NAME, ns.run, ("run", "hosts")) == "hosts":
         return _cluster(ns)
-    done = export_run(load_run(ns), ns.format, ns.output, **window_options(ns))
+    # the figures are computed as the export reads them: only those it writes
+    done = export_run(trace_figures(load_run(ns), **window_options(ns)), ns.format, ns.output)
     if ns.format in TRACE_FORMATS:
         print(f"wrote {done.path} ({done.count} events, {done.size / 1024:.0f} KiB)")
         print(OPEN_IT)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the command line stays light: these load only when a sweep runs
-    from tftrace.analysis.sweep.result import SweepResult
+    from tftrace.analysis.sweep.outcome import SweepResult
 
 from tftrace.errors import CliError, error_context
 from tftrace.tracer.options import DEFAULT_SWEEP_REPEAT

@@ -1,16 +1,91 @@
-"""A sweep's verdict in sentences: which setting to use, what is within noise, and why."""
+"""``SweepResult``: a sweep's figures and verdict, and that verdict in sentences (which
+setting to use, what is within noise, and why). ``result`` builds it from the timed runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from tftrace.analysis.sweep.stats import MIN_REPEATS, label, setting_key
+from tftrace.analysis.sweep.stats import MIN_REPEATS, Verdict, label, setting_key, setting_of
 from tftrace.analysis.sweep.timing import Objective
+from tftrace.tracer.sweep import Setting
 
-if TYPE_CHECKING:
-    from tftrace.analysis.sweep.result import SweepResult
+
+@dataclass(frozen=True)
+class RecordedView:
+    """What the analysis of a fully recorded run says about one setting."""
+
+    intra_concurrency: float | None
+    inter_concurrency: float | None
+    finding: Any | None  # the most severe Finding, if any
+    top_category: tuple[str, float] | None  # the breakdown's largest share
+    path: Path
+    concurrency_over: str = "the trace window"
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep's figures and verdict.
+
+    ``table`` has one row per setting (median time, spread, speedup, CPU use), ``runs`` one
+    row per timed run; ``verdict`` indexes ``table``. ``recommended`` is the setting to use
+    and ``recommendation`` says why in sentences. ``output`` is the sweep directory (with
+    ``sweep.json`` and ``speedup.png``), ``options`` what the sweep was asked, as written there.
+
+    ``median_s`` (and each run's ``time_s``) is the ``objective``'s figure, lower is better:
+    seconds per step (a server's request) for throughput, else the latency percentile in
+    seconds; ``speedup`` is the baseline's over it. Both tables also have ``per_s`` (steps or
+    requests per second) and ``p50_ms``, ``p90_ms``, ``p99_ms``, ``max_ms`` (their latency);
+    ``server`` says the runs were timed as a server. With instances (``tftrace sweep
+    --instances``) a run is a setting's copies at once: ``per_s`` is their sum, the latencies
+    are over all their requests, and ``copies`` has each copy's own.
+    Example::
+
+        result = tftrace.sweep("train.py", intra=[1, 2, 4])
+        print(result.recommended.label(), result.table[["median_s", "speedup"]])
+    """
+
+    target: list[str]
+    cpus: int
+    unit: str  # "s/step" when the timed spans are steps, else "s"
+    bases: list[str]
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    verdict: Verdict
+    warnings: list[str]
+    # By ``Setting.key()``: (intra, inter), with the instances when the sweep ran copies,
+    # then the CPUs and variables where the settings have them.
+    recorded: dict[tuple[Any, ...], RecordedView] = field(default_factory=dict)
+    output: Path | None = None  # the sweep directory, once written
+    options: dict[str, Any] = field(default_factory=dict)  # sweep.json's "options"
+    created: str | None = None  # when sweep.json was written (ISO 8601)
+    objective: Objective = Objective.THROUGHPUT  # what the runs are compared by
+    server: bool = False  # the runs were timed as a server (requests on several threads)
+
+    @property
+    def recommended(self) -> Setting:
+        """The setting to use: the fastest beyond noise, else the baseline (or, with too few
+        runs to judge, the fastest median)."""
+        return setting_of(self.table.loc[self.verdict.recommended])
+
+    @property
+    def instances(self) -> bool:
+        """Whether the sweep ran settings as several copies at once (``--instances``)."""
+        return "instances" in self.table.columns
+
+    @property
+    def shows_latency(self) -> bool:
+        """Whether the table shows rates and latencies: a server, instances, or an objective
+        other than throughput. A loop compared by throughput shows its time per step only."""
+        return self.server or self.instances or self.objective is not Objective.THROUGHPUT
+
+    @property
+    def recommendation(self) -> list[str]:
+        """The verdict in sentences, most important first (as ``tftrace sweep`` prints it)."""
+        return recommendation(self)
 
 
 def measure_words(result: SweepResult) -> str:
