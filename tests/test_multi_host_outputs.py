@@ -11,6 +11,7 @@ import html
 import json
 import shutil
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from multi_host import record_job
 
 import tftrace
+import tftrace.analysis.analyze as analyze_module
 from conftest import NEEDS_QUIET_CORES, SAMPLE_RUN
 from conftest import tftrace as run_tftrace
 from perfetto_ui import PerfettoUI, chromium, web_dist
@@ -326,9 +328,22 @@ def test_the_perfetto_ui_opens_a_jobs_export(jobs: tuple[Path, Path], tmp_path: 
 
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
-def test_diff_of_two_jobs(jobs: tuple[Path, Path], tmp_path: Path):
+def test_diff_of_two_jobs(jobs: tuple[Path, Path], tmp_path: Path, monkeypatch):
     a, b = jobs
-    d = tftrace.diff_clusters(a, b)
+    analysed: list[Path] = []
+    real = analyze_module.analyze
+
+    def counted(run, **options):
+        analysed.append(Path(run.path))
+        return real(run, **options)
+
+    monkeypatch.setattr(analyze_module, "analyze", counted)
+    with ThreadPoolExecutor(2) as pool:  # in this process, where the count is kept
+        d = tftrace.diff_clusters(a, b, executor=pool)
+    # each host analysed once, for its side's cross-host view and its diff alike
+    hosts = sorted(p for job in (a, b) for p in job.iterdir() if (p / "manifest.json").exists())
+    assert sorted(analysed) == hosts and len(hosts) == 4
+    monkeypatch.undo()
     out = run_tftrace("diff", a, b, "--json", "--html", tmp_path / "d.html")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads(json.dumps(d.to_json()))

@@ -14,12 +14,15 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.cluster.analyze import ClusterAnalysis, analyze_cluster
+from tftrace.analysis.cluster.analyze import ClusterAnalysis, cross_host, on_each_host
+from tftrace.analysis.cluster.host import summarize_and_keep
+from tftrace.analysis.cluster.layout import find_hosts
 from tftrace.analysis.diff.result import records
 from tftrace.analysis.diff.stats import StepTimeDiff, compare_steps
 from tftrace.analysis.presenting import as_html, as_text
@@ -185,15 +188,8 @@ def diff_clusters(
     from tftrace.errors import TftraceError
 
     parse_window(window, warmup_steps)  # a bad window: one error, not one per host
-    sides = [
-        c
-        if isinstance(c, ClusterAnalysis)
-        else analyze_cluster(
-            c, executor=executor, window=window, warmup_steps=warmup_steps, cpus=cpus
-        )
-        for c in (a, b)
-    ]
-    ca, cb = sides
+    options: dict[str, Any] = {"window": window, "warmup_steps": warmup_steps, "cpus": cpus}
+    (ca, kept_a), (cb, kept_b) = (_side(c, executor, options) for c in (a, b))
     theirs = {h.name: h for h in cb.hosts}
     diffs: dict[str, RunDiff] = {}
     problems: dict[str, str] = {}
@@ -206,12 +202,11 @@ def diff_clusters(
             problems[host.name] = "; ".join(lost)
             continue
         try:
+            # each host's analysis made for the cross-host view, where this call made it
             diffs[host.name] = diff(
-                load(host.path),
-                load(other.path),
-                window=window,
-                warmup_steps=warmup_steps,
-                cpus=cpus,
+                kept_a.get(host.name) or load(host.path),
+                kept_b.get(other.name) or load(other.path),
+                **options,
             )
         except TftraceError as e:
             problems[host.name] = str(e)
@@ -219,3 +214,20 @@ def diff_clusters(
             problems[host.name] = f"{type(e).__name__}: {e}"
     job = compare_steps(job_periods(ca), job_periods(cb))
     return ClusterDiff(ca, cb, job, diffs, problems)
+
+
+def _side(
+    side: str | os.PathLike[str] | ClusterAnalysis,
+    executor: Executor | None,
+    options: dict[str, Any],
+) -> tuple[ClusterAnalysis, dict[str, Any]]:
+    """One side's cross-host view, with each host's Analysis where it was made here (a
+    ``ClusterAnalysis`` given keeps only summaries: its hosts are analysed again to diff)."""
+    if isinstance(side, ClusterAnalysis):
+        return side, {}
+    layout = find_hosts(Path(side))
+    args = (options["window"], options["warmup_steps"], options["cpus"])
+    done = on_each_host(layout, summarize_and_keep, args, executor)
+    summaries = [summary for summary, _ in done]
+    kept = {s.name: analysis for s, analysis in done if analysis is not None}
+    return cross_host(layout.path, summaries, layout.missing), kept

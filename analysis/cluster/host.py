@@ -154,6 +154,22 @@ def summarize_host(
         return failed(base, e)
 
 
+def summarize_and_keep(
+    name: str, path: str, window: str, warmup_steps: int, cpus: int | None
+) -> tuple[HostSummary, Any]:
+    """``summarize_host``, and the host's ``Analysis`` it was made from (None where there is
+    none): for a caller that needs both, such as a comparison of two jobs, so that each host
+    is analysed once (an Analysis pickles back from a worker process)."""
+    base: dict[str, Any] = {"name": name, "path": path}
+    try:
+        analysis = analyse_into(base, window, warmup_steps, cpus)
+        if isinstance(analysis, str):
+            return HostSummary(**base, error=f"no trace to analyse ({analysis})"), None
+        return summary_of(base, analysis), analysis
+    except Exception as e:
+        return failed(base, e), None
+
+
 def analyse_into(base: dict[str, Any], window: str, warmup_steps: int, cpus: int | None) -> Any:
     """Load ``base["path"]``, add its manifest's facts to ``base`` (the ``HostSummary``
     fields known so far, kept when the analysis then fails) and analyse it: the
