@@ -1,7 +1,7 @@
 """What an export reads: the whole trace's figures, computed by ``analysis/metrics``.
 
 An export converts figures, it measures nothing, so it does not import ``analysis/metrics``
-(``tests/test_render_layers.py``). These protocols say which attributes it reads of
+(``tests/layout/test_render_layers.py``). These protocols say which attributes it reads of
 ``metrics.trace_figures.TraceFigures`` (built by ``trace_figures(run, window, warmup_steps)``)
 and of the metrics objects it hands over; any object with them will do.
 """

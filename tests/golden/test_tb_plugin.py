@@ -18,7 +18,7 @@ from tensorboard.backend.application import TensorBoardWSGI
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
-from conftest import SAMPLE_TRACES, modules_loaded_by, quiet_env
+from conftest import ROOT, SAMPLE_TRACES, modules_loaded_by, quiet_env
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.diff import diff
 from tftrace.analysis.metrics.figures import concurrency_stack
@@ -31,7 +31,7 @@ from tftrace.analysis.tensorboard_plugin.plugin import ThreadPoolsPlugin
 from tftrace.analysis.tensorboard_plugin.runs import find_runs, fingerprint
 
 ROUTE = f"/data/plugin/{PLUGIN_NAME}"
-STATIC = Path(__file__).resolve().parent.parent / "analysis" / "tensorboard_plugin" / "static"
+STATIC = ROOT / "analysis" / "tensorboard_plugin" / "static"
 
 
 def make_logdir(root: Path) -> Path:

@@ -120,7 +120,8 @@ def test_workload_sources_are_the_users_files(tmp_path: Path, monkeypatch: pytes
     assert not any(
         p.endswith(("tracer/child/sources_digest.py", "tftrace/cli.py")) for p in sources
     )
-    assert any(p.endswith("tests/test_diff_factors.py") for p in sources)  # this file: the user's
+    # this file: the user's
+    assert any(p.endswith("tests/unit/diff/test_factors.py") for p in sources)
 
 
 def _with_sources(sources: dict[str, str]) -> Manifest:

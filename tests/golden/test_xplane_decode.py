@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import quiet_env
+from conftest import ROOT, quiet_env
 from tftrace.analysis.xplane import schema as xp
 from tftrace.analysis.xplane.columns import (
     EVENT_COLUMNS,
@@ -30,7 +30,7 @@ from tftrace.analysis.xplane.columns import (
 from tftrace.analysis.xplane.decode import decode, native_available
 from tftrace.analysis.xplane.reference import decode_reference
 
-TESTS = Path(__file__).resolve().parent
+TESTS = ROOT / "tests"
 needs_native = pytest.mark.skipif(not native_available(), reason="C extension not built")
 
 
@@ -837,7 +837,7 @@ def fuzz_main(path: str, cuts: int, flips: int, seed: int) -> None:
 def test_hostile_input_is_refused_without_crashing(real_trace: dict[str, Any]):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from test_xplane_decode import fuzz_main;"
+        "from golden.test_xplane_decode import fuzz_main;"
         "fuzz_main(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))"
     )
     args = [str(TESTS), real_trace["path"], "150", "400", "20261122"]

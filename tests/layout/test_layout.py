@@ -9,7 +9,7 @@ import pytest
 
 from conftest import modules_loaded_by
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # source folder -> the package it is installed as (pyproject's package-dir)
 PACKAGES = {
     ROOT / "src" / "tftrace": "tftrace",
@@ -115,3 +115,54 @@ def test_analysis_packages_are_light_to_import():
         "tftrace.analysis.model.vocabulary", "tftrace.tracer.recording", "tftrace.tracer.sweep"
     )
     assert not {"pandas", "numpy", "tensorflow"} & loaded
+
+
+# tests/unit/<area>/ -> the package whose modules its files are named after
+UNIT_AREAS = {
+    "analysis": "tftrace.analysis",
+    "cli": "tftrace",
+    "tracer": "tftrace.tracer",
+    **{
+        area: f"tftrace.analysis.{area}"
+        for area in ("cluster", "diff", "export", "findings", "metrics", "model", "render")
+    },
+    **{area: f"tftrace.analysis.{area}" for area in ("sweep", "tensorboard_plugin", "xplane")},
+}
+
+
+def unit_test_subject(path: Path, known: set[str]) -> str | None:
+    """The module a unit test file is named after: ``unit/metrics/test_intervals.py`` (or
+    ``test_intervals_<topic>.py``) -> ``tftrace.analysis.metrics.intervals``; None if none."""
+    area = path.parent.name
+    stem = path.stem.removeprefix("test_")
+    if area == "benchmarks":
+        known = {f"benchmarks.{p.stem}" for p in (ROOT / "benchmarks").glob("*.py")}
+        package = "benchmarks"
+    else:
+        package = UNIT_AREAS.get(area, "")
+    parts = stem.split("_")
+    for n in range(len(parts), 0, -1):
+        name = f"{package}.{'_'.join(parts[:n])}"
+        if name in known:
+            return name
+    return None
+
+
+def test_unit_tests_are_named_after_their_module():
+    """A maintainer goes from ``analysis/metrics/intervals.py`` to
+    ``tests/unit/metrics/test_intervals.py``: every unit test file names a module of its
+    folder's package."""
+    known = set(modules())
+    unit = sorted((ROOT / "tests" / "unit").rglob("test_*.py"))
+    assert len(unit) > 20
+    unnamed = [str(p.relative_to(ROOT)) for p in unit if unit_test_subject(p, known) is None]
+    assert not unnamed, f"unit tests named after no module of their folder: {unnamed}"
+
+
+def test_the_naming_check_can_fail():
+    known = set(modules())
+    unit = ROOT / "tests" / "unit"
+    subject = unit_test_subject(unit / "sweep" / "test_timing_servers.py", known)
+    assert subject == "tftrace.analysis.sweep.timing"
+    assert unit_test_subject(unit / "metrics" / "test_nothing.py", known) is None
+    assert unit_test_subject(unit / "nowhere" / "test_intervals.py", known) is None

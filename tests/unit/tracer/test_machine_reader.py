@@ -287,7 +287,8 @@ def test_sampler_takes_machine_readings_at_their_own_rate(tmp_path):
     try:
         out = tmp_path / "os_threads"
         out.mkdir()
-        sampler = OsThreadSampler(out, hz=100, machine_hz=20)
+        # one chunk whatever the wait below: a flush every minute
+        sampler = OsThreadSampler(out, hz=100, machine_hz=20, flush_every_s=60)
         sampler.start(sleeper.pid)
         # This process, the recorder, uses CPU between readings; on a loaded machine the
         # readings widen (their cost budget), so spin until three were taken, not for a time.

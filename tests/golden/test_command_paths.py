@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_layout import imports_of, modules
+from layout.test_layout import imports_of, modules
 
 import tftrace.analysis.analyze as analyze_module
 from conftest import ROOT, SAMPLE_RUN
