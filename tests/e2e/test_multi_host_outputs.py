@@ -348,8 +348,11 @@ def test_diff_of_two_jobs(jobs: tuple[Path, Path], tmp_path: Path, monkeypatch):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads(json.dumps(d.to_json()))
     # job A's worker-1 sleeps 60 ms before each step: the job, and worker-0's calls (which
-    # wait for it in the all-reduce), are faster in B
-    assert d.job.verdict == "faster" and d.job.speedup > 1.3
+    # wait for it in the all-reduce), are faster in B. Part of the sleep hides behind
+    # worker-0's own step, by as much as the machine makes that step last (1.27x to 1.5x on 2
+    # cores): the verdict is the known answer, the speedup only clearly above 1. The jobs are
+    # recorded once for the module, so a rerun of this test cannot measure again.
+    assert d.job.verdict == "faster" and d.job.speedup > 1.15
     assert d.a.straggler is not None and d.a.straggler["host"] == "worker-1"
     rows = d.hosts.set_index("host")
     assert rows.loc["worker-0", "verdict"] == "faster"
