@@ -12,7 +12,7 @@ from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.formatting import fmt
 from tftrace.analysis.render.html import page
 from tftrace.analysis.render.html_sections import esc, note, section
-from tftrace.analysis.render.table import Table, html_table, print_table
+from tftrace.analysis.render.table import Table, html_pairs, html_table, print_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -113,13 +113,10 @@ def cluster_diff_page(d: ClusterDiff) -> str:
     """The comparison as one self-contained page: the job's verdict, each host's verdict, the
     workers, the stragglers, then each host's whole comparison."""
     pairs = [("A", straggler_line(d.a)), ("B", straggler_line(d.b))]
-    straggler = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
     body = "".join(f"<p>{esc(line)}</p>" for line in job_lines(d))
     body += section("hosts", HOSTS_TITLE, html_table(hosts_table(d)))
     body += section("workers", WORKERS_TITLE, html_table(workers_table(d)))
-    body += section(
-        "straggler", "straggler", f'<table class="kv"><tbody>{straggler}</tbody></table>'
-    )
+    body += section("straggler", "straggler", html_pairs(pairs))
     for i, (name, run_diff) in enumerate(d.diffs.items()):
         parts = "".join(f"<p>{esc(line)}</p>" for line in headline(run_diff))
         parts += "".join(html_table(t, title_tag="h3") for t in tables(run_diff))

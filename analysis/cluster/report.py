@@ -21,7 +21,7 @@ from tftrace.analysis.cluster.render import host_state
 from tftrace.analysis.render.formatting import fmt, is_missing
 from tftrace.analysis.render.html import page
 from tftrace.analysis.render.html_sections import esc, findings_section, note, section
-from tftrace.analysis.render.table import Table, html_table
+from tftrace.analysis.render.table import Cell, Link, Table, html_cell, html_pairs, html_table
 
 if TYPE_CHECKING:
     from tftrace.analysis.cluster.analyze import ClusterAnalysis
@@ -75,47 +75,45 @@ def frame_table(df: pd.DataFrame, headers: Mapping[str, str] = HEADERS, text: in
     return html_table(Table("", names, rows, text_columns=text))
 
 
-def _link(h: HostSummary, reports: Mapping[str, str], problems: Mapping[str, str]) -> str:
+def _link(h: HostSummary, reports: Mapping[str, str], problems: Mapping[str, str]) -> Cell:
     """A link to the host's report; else why there is none (once: a host without analysis
     says why beside it)."""
     if h.name in reports:
-        return f'<a href="{esc(reports[h.name])}">{esc(h.name)} report</a>'
+        return Link(f"{h.name} report", reports[h.name])
     if h.error:
         return "no report"
-    return esc(f"no report: {problems.get(h.name, 'not written')}")
+    return f"no report: {problems.get(h.name, 'not written')}"
 
 
-NOWRAP = ' style="white-space: nowrap"'
+HOST_HEADERS = ("host", "machine", "CPUs", "ended", "analysed", "report")
 
 
 def hosts_section(
     c: ClusterAnalysis, reports: Mapping[str, str], problems: Mapping[str, str]
 ) -> str:
     """One row per host: its machine, CPUs, how its workload ended, its report."""
-    head = "".join(
-        f"<th{NOWRAP}>{esc(h)}</th>"
-        for h in ("host", "machine", "CPUs", "ended", "analysed", "report")
-    )
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td{NOWRAP}>{esc(v)}</td>"
-            for v in (
-                h.name,
-                h.hostname or "-",
-                fmt(h.usable_cpus),
-                "died" if h.died else "raised" if h.failed else fmt(h.status),
-            )
+    rows = [
+        (
+            h.name,
+            h.hostname or "-",
+            fmt(h.usable_cpus),
+            "died" if h.died else "raised" if h.failed else fmt(h.status),
+            host_state(h),
+            _link(h, reports, problems),
         )
-        + f"<td>{esc(host_state(h))}</td><td{NOWRAP}>{_link(h, reports, problems)}</td></tr>"
         for h in c.hosts
+    ]
+    lost = (f"missing: {', '.join(c.missing)}: named by the job's cluster spec, no directory",)
+    table = Table(
+        "",
+        HOST_HEADERS,
+        rows,
+        text_columns=len(HOST_HEADERS),
+        notes=lost if c.missing else (),
+        nowrap=(0, 1, 2, 3, 5),  # the state may wrap; names, counts and links do not
+        draw_empty=True,
     )
-    lost = (
-        note(f"missing: {', '.join(c.missing)}: named by the job's cluster spec, no directory")
-        if c.missing
-        else ""
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{lost}"
+    return html_table(table)
 
 
 def straggler_section(c: ClusterAnalysis) -> str:
@@ -133,8 +131,7 @@ def straggler_section(c: ClusterAnalysis) -> str:
         ("the others wait", f"{fmt(s['others_wait_ms'], '.1f')} ms per step in collectives"),
         ("step period", f"{fmt(s['period_ms'], '.1f')} ms (median)"),
     ]
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
-    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+    return html_pairs(pairs)
 
 
 def each_host_section(
@@ -143,7 +140,7 @@ def each_host_section(
     """Each host's headline and its own findings, in one line each; the rest in its report."""
     out = []
     for h in c.hosts:
-        lines = [f"<h3>{esc(h.name)}</h3><p>{_link(h, reports, problems)}</p>"]
+        lines = [f"<h3>{esc(h.name)}</h3><p>{html_cell(_link(h, reports, problems))}</p>"]
         if h.error:
             lines.append(note(f"no analysis: {h.error}"))
         lines += [f"<p>{esc(line)}</p>" for line in h.headline]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tftrace.analysis.model.onednn import onednn_text
@@ -27,7 +27,7 @@ from tftrace.analysis.render.report_tables import (
     python_table,
     queue_delay_table,
 )
-from tftrace.analysis.render.table import Table, html_table
+from tftrace.analysis.render.table import Table, html_pairs, html_table
 from tftrace.analysis.render.window_text import (
     step_summary_lines,
     steps_line,
@@ -99,11 +99,6 @@ REQUEST_FIGURES = (
 esc = html_text  # text for the page: everything not written by tftrace itself goes through it
 
 
-def kv_table(pairs: Iterable[tuple[str, str]]) -> str:
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
-    return f'<table class="kv"><tbody>{rows}</tbody></table>'
-
-
 def note(text: str, cls: str = "note") -> str:
     return f'<p class="{cls}">{esc(text)}</p>'
 
@@ -151,7 +146,7 @@ def run_section(analysis: Analysis) -> str:
     if warmup:
         pairs.append(("warm-up", warmup.removeprefix("warm-up: ")))
     pairs += [("note", note) for note in run.notes]
-    return kv_table(pairs)
+    return html_pairs(pairs)
 
 
 def attr(finding: object, name: str) -> Any:

@@ -10,7 +10,7 @@ is a ``Link``; the HTML back end draws it as an anchor, the terminal as its text
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,7 @@ class Table:
     # rich column options by column index (wrapping, widths); a column's justification
     # comes from ``is_text``
     column_options: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    nowrap: Collection[int] = ()  # columns whose HTML cells never wrap (names, links)
 
     def is_text(self, column: int) -> bool:
         return column < self.text_columns or column in self.text_at
@@ -85,7 +86,11 @@ def print_table(console: Console, table: Table) -> None:
         say(console, line)
 
 
-def _html_cell(cell: Cell) -> str:
+NOWRAP = ' style="white-space: nowrap"'
+
+
+def html_cell(cell: Cell) -> str:
+    """One cell for a page: a ``Link`` as an anchor, text escaped."""
     if isinstance(cell, Link):
         return f'<a href="{html_text(cell.href)}">{html_text(cell.text)}</a>'
     return html_text(cell)
@@ -99,11 +104,12 @@ def html_table(table: Table, title_tag: str = "") -> str:
     else:
 
         def cls(i: int) -> str:
-            return "" if table.is_text(i) else ' class="num"'
+            wrap = NOWRAP if i in table.nowrap else ""
+            return wrap if table.is_text(i) else f' class="num"{wrap}'
 
         head = "".join(f"<th{cls(i)}>{html_text(h)}</th>" for i, h in enumerate(table.headers))
         rows = "".join(
-            "<tr>" + "".join(f"<td{cls(i)}>{_html_cell(c)}</td>" for i, c in enumerate(r)) + "</tr>"
+            "<tr>" + "".join(f"<td{cls(i)}>{html_cell(c)}</td>" for i, c in enumerate(r)) + "</tr>"
             for r in table.rows
         )
         body = f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
@@ -112,3 +118,10 @@ def html_table(table: Table, title_tag: str = "") -> str:
         title = f"<{title_tag}>{html_text(table.title)}</{title_tag}>"
     notes = "".join(f'<p class="note">{html_text(n)}</p>' for n in table.notes)
     return title + body + notes
+
+
+def html_pairs(pairs: Iterable[tuple[str, str]]) -> str:
+    """Name and value pairs as a two-column HTML table (the run's facts, a straggler's
+    figures), escaped as ``html_table``'s cells are."""
+    rows = "".join(f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
