@@ -4,7 +4,7 @@ escapes it, and both say the same of a table without rows."""
 from __future__ import annotations
 
 from tftrace.analysis.render.console import capture
-from tftrace.analysis.render.table import Link, Table, html_table, print_table
+from tftrace.analysis.render.table import Link, Table, html_pairs, html_table, print_table
 
 EVIL = "[link=https://x]op[/link]\x1b[2J<b>"
 
@@ -37,3 +37,13 @@ def test_a_table_without_rows_says_so_or_draws_its_headers():
     assert '<p class="none">none</p>' in html_table(empty)
     drawn = Table("findings", ("id",), [], draw_empty=True)
     assert "id" in _text(drawn) and "<th>id</th>" in html_table(drawn)
+
+
+def test_columns_that_do_not_wrap_and_name_value_pairs():
+    table = Table("", ("host", "state"), [("w<0", "long words")], text_columns=2, nowrap=(0,))
+    page = html_table(table)
+    assert '<th style="white-space: nowrap">host</th><th>state</th>' in page
+    assert '<td style="white-space: nowrap">w&lt;0</td><td>long words</td>' in page
+    pairs = html_pairs([("host", EVIL)])
+    assert pairs.startswith('<table class="kv"><tbody><tr><th>host</th><td>')
+    assert "<b>" not in pairs and "&lt;b&gt;" in pairs
