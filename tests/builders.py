@@ -169,3 +169,119 @@ def hand_built_run() -> Run:
             "pools": {"intra_op": {"size": 2}, "inter_op": {"size": 1}},
         },
     )
+
+
+# -- runs for the replay of tftrace predict (tests/unit/predict) --------------------------------
+
+RECORD, START, STOP = (
+    EventKind.RECORD.value,
+    EventKind.REGION_START.value,
+    EventKind.REGION_STOP.value,
+)
+
+
+def stepped_run(
+    pools: Sequence[Pool],
+    step: Any,
+    *,
+    steps: int = 3,
+    period_ms: float = 30,
+    intra: int = 1,
+    inter: int = 1,
+    cpus: int = 2,
+) -> Run:
+    """``steps`` steps, each the events ``step(k, t0)`` (ms from the step's start ``t0``,
+    flow ids unique per ``k``) every ``period_ms``: the main thread (thread 0) inside the
+    call of the tf.function ``step`` from 0 to the step's end; pools sized ``intra`` and
+    ``inter`` on ``cpus`` CPUs."""
+    rows: list[EventRow] = []
+    for k in range(steps):
+        t0 = k * period_ms
+        rows += [
+            (th, n, kd, round(s * MS), round(e * MS), p, c) for th, n, kd, s, e, p, c in step(k, t0)
+        ]
+    return make_run(
+        threads_table(list(pools), round(steps * period_ms * MS)),
+        events_table(sorted(rows, key=lambda r: (r[3], r[0]))),
+        manifest={
+            "host": {"cpu_affinity": list(range(cpus))},
+            "pools": {"intra_op": {"size": intra}, "inter_op": {"size": inter}},
+        },
+    )
+
+
+def call(t0: float, end: float) -> EventRow:
+    """The main thread's call of the tf.function ``step`` (a wait op), t0..t0 + end ms."""
+    name = "EagerLocalExecute: __inference_step_7"
+    return (0, name, EventKind.CALL.value, t0, t0 + end, None, None)  # type: ignore[return-value]
+
+
+def two_closures_step(k: int, t0: float) -> list[Any]:
+    """The main thread schedules closure A at 0.5 ms; A (on thread 1) schedules closure B at
+    0.6 and runs a 9.8 ms op until 10.5; B runs a 9.9 ms op from 10.6 to 20.5 (inter-op 1: it
+    waited for A's thread); the call returns at 21 ms."""
+    a, b = 100 + 10 * k, 101 + 10 * k
+    op = EventKind.OP.value
+    return [
+        call(t0, 21),
+        (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, a, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, a),
+        (1, "ThreadpoolListener::Record", RECORD, t0 + 0.6, t0 + 0.6, b, None),
+        (1, "MatMul:MatMul", op, t0 + 0.7, t0 + 10.5, None, None),
+        (1, "ThreadpoolListener::StopRegion", STOP, t0 + 10.5, t0 + 10.5, None, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 10.6, t0 + 10.6, None, b),
+        (1, "MatMul_1:MatMul", op, t0 + 10.6, t0 + 20.5, None, None),
+        (1, "ThreadpoolListener::StopRegion", STOP, t0 + 20.5, t0 + 20.5, None, None),
+    ]
+
+
+def sharded_step(k: int, t0: float) -> list[Any]:
+    """The main thread schedules closure A at 0.5 ms; A (thread 1) runs an op from 1 to 11 ms
+    whose two shards (Records at 1 ms) run 1-11 on both Eigen workers (threads 2 and 3):
+    three threads busy on 2 CPUs; A ends at 11.5, the call at 12."""
+    a, s1, s2 = 100 + 10 * k, 101 + 10 * k, 102 + 10 * k
+    return [
+        call(t0, 12),
+        (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, a, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, a),
+        (1, "MatMul:MatMul", EventKind.OP.value, t0 + 1, t0 + 11, None, None),
+        (1, "ThreadpoolListener::Record", RECORD, t0 + 1, t0 + 1, s1, None),
+        (1, "ThreadpoolListener::Record", RECORD, t0 + 1, t0 + 1, s2, None),
+        (2, "ThreadpoolListener::StartRegion", START, t0 + 1, t0 + 1, None, s1),
+        (2, "ThreadpoolListener::StopRegion", STOP, t0 + 11, t0 + 11, None, None),
+        (3, "ThreadpoolListener::StartRegion", START, t0 + 1, t0 + 1, None, s2),
+        (3, "ThreadpoolListener::StopRegion", STOP, t0 + 11, t0 + 11, None, None),
+        (1, "ThreadpoolListener::StopRegion", STOP, t0 + 11.5, t0 + 11.5, None, None),
+    ]
+
+
+def py_function_step(k: int, t0: float) -> list[Any]:
+    """The main thread schedules closure A at 0.5 ms; A (thread 1) runs a tf.py_function op
+    from 1 to 19 ms; the call returns at 20."""
+    a = 100 + 10 * k
+    return [
+        call(t0, 20),
+        (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, a, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, a),
+        (1, "EagerPyFunc:EagerPyFunc", EventKind.OP.value, t0 + 1, t0 + 19, None, None),
+        (1, "ThreadpoolListener::StopRegion", STOP, t0 + 19.5, t0 + 19.5, None, None),
+    ]
+
+
+def two_sharded_step(k: int, t0: float) -> list[Any]:
+    """The main thread schedules closures A (thread 1) and B (thread 2) at 0.5 ms; each runs
+    an op from 1 to 11 ms with one shard on its own Eigen worker (threads 3 and 4), 1-11: two
+    ops split over the pool at once; the call returns at 12."""
+    a, b, s1, s2 = 100 + 10 * k, 101 + 10 * k, 102 + 10 * k, 103 + 10 * k
+    rows: list[Any] = [call(t0, 12)]
+    for thread, closure, shard, worker in ((1, a, s1, 3), (2, b, s2, 4)):
+        rows += [
+            (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, closure, None),
+            (thread, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, closure),
+            (thread, f"MatMul_{thread}:MatMul", EventKind.OP.value, t0 + 1, t0 + 11, None, None),
+            (thread, "ThreadpoolListener::Record", RECORD, t0 + 1, t0 + 1, shard, None),
+            (worker, "ThreadpoolListener::StartRegion", START, t0 + 1, t0 + 1, None, shard),
+            (worker, "ThreadpoolListener::StopRegion", STOP, t0 + 11, t0 + 11, None, None),
+            (thread, "ThreadpoolListener::StopRegion", STOP, t0 + 11.5, t0 + 11.5, None, None),
+        ]
+    return rows

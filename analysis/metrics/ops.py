@@ -137,7 +137,19 @@ def _containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarr
 
 
 def _attributed_by_flow(run: Run, ops: pd.DataFrame) -> np.ndarray:
-    """Eigen busy ns of the closures each op caused while it ran.
+    """Eigen busy ns of the closures each op caused while it ran."""
+    regions, owner = closure_owners(run, ops)
+    r_start, r_end = regions["start_ns"].to_numpy(), regions["end_ns"].to_numpy()
+    o_start, o_end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    ok = owner >= 0
+    lo = np.maximum(r_start[ok], o_start[owner[ok]])
+    hi = np.minimum(r_end[ok], o_end[owner[ok]])
+    return np.bincount(owner[ok], weights=np.maximum(hi - lo, 0), minlength=len(ops))
+
+
+def closure_owners(run: Run, ops: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The Eigen workers' regions joined to their Record (sorted by thread and start), and for
+    each the row of ``ops`` (by position) that caused it, -1 where none: its shards.
 
     Eigen splits a parallel loop recursively: the op's thread schedules a closure, and
     that closure, on a worker, schedules more. A closure scheduled from inside another
@@ -172,10 +184,7 @@ def _attributed_by_flow(run: Run, ops: pd.DataFrame) -> np.ndarray:
             break
         owner[inherit] = owner[parent[inherit]]
         parent[inherit & (owner < 0)] = parent[parent[inherit & (owner < 0)]]
-    ok = owner >= 0
-    lo = np.maximum(r_start[ok], o_start[owner[ok]])
-    hi = np.minimum(r_end[ok], o_end[owner[ok]])
-    return np.bincount(owner[ok], weights=np.maximum(hi - lo, 0), minlength=len(ops))
+    return regions, owner
 
 
 def _attributed_by_overlap(run: Run, ops: pd.DataFrame) -> np.ndarray:

@@ -14,11 +14,12 @@ The front door, in the order the data flows::
     print(analysis)  # the terminal report; in Jupyter, the report's tables
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
     change = tftrace.diff(run, tftrace.load("runs/other"))  # what changed, and is it real
+    guess = tftrace.predict(run, intra=(1, 2, 4))  # each setting's step time, not run
     job = tftrace.analyze_cluster("runs/job")  # hosts of a distributed job: the straggler
     jobs = tftrace.diff_clusters("runs/job", "runs/job2")  # two jobs, host by host
 
-``record``, ``load``, ``analyze``, ``verify``, ``sweep`` and ``diff`` are what the ``tftrace``
-command line calls too. Every user-facing failure raises a ``TftraceError``.
+``record``, ``load``, ``analyze``, ``verify``, ``sweep``, ``diff`` and ``predict`` are what the
+``tftrace`` command line calls too. Every user-facing failure raises a ``TftraceError``.
 
 Importing ``tftrace`` is light (no pandas, numpy or TensorFlow): it is imported inside the
 workload's own process. Each name below loads its module on first use.
@@ -50,6 +51,8 @@ _LAZY = {
     "SweepResult": "tftrace.analysis.sweep.outcome",
     "verify": "tftrace.analysis.sweep.verify",
     "diff": "tftrace.analysis.diff",
+    "predict": "tftrace.analysis.predict",
+    "Prediction": "tftrace.analysis.predict",
     "RunDiff": "tftrace.analysis.diff",
     "analyze_cluster": "tftrace.analysis.cluster",
     "ClusterAnalysis": "tftrace.analysis.cluster",
@@ -63,6 +66,7 @@ __all__ = [
     "Analysis",
     "ClusterAnalysis",
     "Finding",
+    "Prediction",
     "Profile",
     "RecordResult",
     "Run",
@@ -78,6 +82,7 @@ __all__ = [
     "diff",
     "diff_clusters",
     "load",
+    "predict",
     "profile",
     "record",
     "serve",
@@ -92,6 +97,7 @@ if TYPE_CHECKING:
     from tftrace.analysis.diff import RunDiff, diff
     from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
     from tftrace.analysis.model.run import Run, load
+    from tftrace.analysis.predict import Prediction, predict
     from tftrace.analysis.sweep.outcome import SweepResult
     from tftrace.analysis.sweep.session import sweep
     from tftrace.analysis.sweep.verify import verify

@@ -52,6 +52,7 @@ def commands(run: Path, out: Path) -> dict[str, list[str | Path]]:
         "export-csv": ["export", run, "--format", "csv", "-o", out / "csv"],
         "export-perfetto": ["export", run, "--format", "perfetto", "-o", out / "trace.json.gz"],
         "diff": ["diff", run, run],
+        "predict": ["predict", run],
     }
 
 

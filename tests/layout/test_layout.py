@@ -124,7 +124,16 @@ UNIT_AREAS = {
     "tracer": "tftrace.tracer",
     **{
         area: f"tftrace.analysis.{area}"
-        for area in ("cluster", "diff", "export", "findings", "metrics", "model", "render")
+        for area in (
+            "cluster",
+            "diff",
+            "export",
+            "findings",
+            "metrics",
+            "model",
+            "predict",
+            "render",
+        )
     },
     **{area: f"tftrace.analysis.{area}" for area in ("sweep", "tensorboard_plugin", "xplane")},
 }

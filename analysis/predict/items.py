@@ -1,0 +1,222 @@
+"""What each thread did, as the replay needs it: its ops with their Eigen shards, the ops it
+only waited in, and the inter-op closures.
+
+- An op (a kernel event on the main thread or an inter-op thread, outermost on its thread:
+  an op nested in another is part of it) splits into a serial part, the hand-off to the Eigen
+  pool and a parallel part: the parallel part is the work of its shards (the Eigen regions
+  whose Record it wrote, followed down the split: ``ops.closure_owners``) plus the caller's
+  own work while they ran (TF's caller runs shards too); the hand-off is the pool's wake-up
+  cost: the delay from its first shard's Record to that shard's start, at most the median of
+  those delays over the span (a longer one waited for busy workers, which the replay
+  reproduces itself); the serial part is the rest of the op, less that delay. Work is
+  recorded time undone of the cores' sharing (``recorded_rate``).
+- A ``tf.py_function`` op is Python: kept as recorded.
+- A wait op (a tf.function call, an iterator's get-next: ``WAIT_OP_PREFIXES``) holds its
+  thread while other threads work; the replay joins the closures it scheduled.
+- A closure is a StartRegion..StopRegion on an inter-op thread (outermost), joined to the
+  Record that scheduled it (``run.regions``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.intervals import concurrency, union
+from tftrace.analysis.metrics.ops import closure_owners, op_events
+from tftrace.analysis.model.categories import equals, is_in, starts_with
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS, WAIT_OP_PREFIXES
+from tftrace.analysis.predict.recorded_rate import Rate, recorded_rate
+
+# Per op with shards: its row, each worker's shard spans, how many shards, the hand-off (ns),
+# the spans its shards covered (starts, ends)
+Shards = list[tuple[int, list[tuple[np.ndarray, np.ndarray]], int, float, np.ndarray, np.ndarray]]
+# What an item of a thread is
+WORK, PYTHON, WAIT, INPUT = "work", "python", "wait", "input"
+
+
+def outermost(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask of the intervals not inside an earlier one of the same thread."""
+    keep = np.zeros(len(start), dtype=bool)
+    for t in np.unique(thread):
+        rows = np.flatnonzero(thread == t)
+        rows = rows[np.lexsort((-end[rows], start[rows]))]
+        reach = np.maximum.accumulate(end[rows])
+        keep[rows] = np.r_[True, start[rows][1:] >= reach[:-1]]
+    return keep
+
+
+@dataclass(frozen=True)
+class Items:
+    """The items of the threads that own work over a span, one row each (columns ``thread``,
+    ``start_ns``, ``end_ns``, ``what``: WORK, PYTHON, WAIT or INPUT; for WORK: ``serial``,
+    ``handoff``, ``parallel`` in ns and ``shards``), the inter-op closures (``thread``,
+    ``start_ns``, ``end_ns``, ``scheduled_ns``, ``scheduled_by``; -1 where no Record), the
+    recorded rate, and the shards' hand-off delays (ns)."""
+
+    items: pd.DataFrame
+    closures: pd.DataFrame
+    rate: Rate
+    handoffs: np.ndarray
+    caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
+    caller_measured: bool = False  # by the OS sampler; else assumed (a whole core)
+    split_together: float = 0.0  # share of [lo, hi] with two ops or more split at once
+
+
+def thread_items(run: Run, lo: int, hi: int, main: int, cores: float) -> Items:
+    """The items of every thread but the Eigen workers over [lo, hi], and the closures."""
+    ops = op_events(run)
+    ops = ops[(ops["end_ns"].to_numpy() > lo) & (ops["start_ns"].to_numpy() < hi)]
+    waiting = starts_with(ops["op_type"], WAIT_OP_PREFIXES)
+    what = np.where(waiting, WAIT, np.where(is_in(ops["op_type"], PY_FUNCTION_OPS), PYTHON, WORK))
+    what = np.where(equals(ops["op_type"], ITERATOR_GET_NEXT), INPUT, what)
+    thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
+    # Work is outermost among the ops a thread works in; a wait op may hold work (a function
+    # run inline on its caller), so it is outermost among the waits only.
+    keep = np.zeros(len(ops), dtype=bool)
+    for mask in (~waiting, waiting):
+        rows = np.flatnonzero(mask)
+        keep[rows[outermost(thread[rows], start[rows], end[rows])]] = True
+    items = pd.DataFrame(
+        {"thread": thread[keep], "start_ns": start[keep], "end_ns": end[keep], "what": what[keep]}
+    ).sort_values(["thread", "start_ns"], ignore_index=True)
+    closures = _closures(run, lo, hi)
+    shards = _shards(run, items)
+    covered = [(int(items["thread"].iat[i]), us, ue) for i, _, _, _, us, ue in shards]
+    measured = caller_share(run, covered)
+    share = 1.0 if measured is None else measured
+    lighter = (
+        np.concatenate([us for _, us, _ in covered] or [np.zeros(0, np.int64)]),
+        np.concatenate([ue for _, _, ue in covered] or [np.zeros(0, np.int64)]),
+        share,
+    )
+    rate = recorded_rate(_busy(run, items, closures, main), cores, lo, hi, lighter)
+    items = _with_op_work(items, shards, rate, share)
+    handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
+    together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
+    split_together = float(together.time_at_level(3)[2]) / max(hi - lo, 1)
+    return Items(items, closures, rate, handoffs, share, measured is not None, split_together)
+
+
+# Below this much time covered by shards (10 sampler periods at 100 Hz) the OS sampler's
+# cumulative CPU says too little of the callers: a whole core is assumed.
+MIN_COVERED_NS = 100_000_000
+
+
+def caller_share(run: Run, covered: list[tuple[int, np.ndarray, np.ndarray]]) -> float | None:
+    """The share of a core the ops' own threads used while their shards ran: their CPU time
+    (the OS sampler's cumulative count, interpolated at each span's ends) over those spans;
+    None without samples of them or with too little covered time. TF's callers differ: one
+    runs shards itself, one waits on a barrier (Eigen's contraction, oneDNN's products)."""
+    samples = run.samples
+    cpu_ns, wall_ns = 0.0, 0.0
+    for thread in sorted({t for t, _, _ in covered}):
+        mine = samples[samples["thread"] == thread]
+        if len(mine) < 2:
+            return None
+        t, cpu = mine["t_ns"].to_numpy(), mine["cpu_ns"].to_numpy()
+        for th, us, ue in covered:
+            if th == thread:
+                inside = (us >= t[0]) & (ue <= t[-1])
+                cpu_ns += float((np.interp(ue, t, cpu) - np.interp(us, t, cpu))[inside].sum())
+                wall_ns += float((ue - us)[inside].sum())
+    if wall_ns < MIN_COVERED_NS:
+        return None
+    return float(min(max(cpu_ns / wall_ns, 0.0), 1.0))
+
+
+def _closures(run: Run, lo: int, hi: int) -> pd.DataFrame:
+    regions = run.regions
+    inter = np.isin(regions["thread"].to_numpy(), pool_thread_keys(run, Pool.INTER_OP))
+    start, end = regions["start_ns"].to_numpy(), regions["end_ns"].to_numpy()
+    rows = np.flatnonzero(inter & (start >= lo) & (start < hi))
+    thread = regions["thread"].to_numpy()[rows]
+    rows = rows[outermost(thread, start[rows], end[rows])]
+    return pd.DataFrame(
+        {
+            "thread": regions["thread"].to_numpy()[rows],
+            "start_ns": start[rows],
+            "end_ns": end[rows],
+            "scheduled_ns": regions["scheduled_ns"].to_numpy(dtype=np.int64, na_value=-1)[rows],
+            "scheduled_by": regions["scheduled_by"].to_numpy(dtype=np.int64, na_value=-1)[rows],
+        }
+    ).sort_values("start_ns", ignore_index=True)
+
+
+def _busy(
+    run: Run, items: pd.DataFrame, closures: pd.DataFrame, main: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each thread's busy intervals as the replay counts them: closures on the inter-op
+    threads, regions on the Eigen workers, work on the main thread."""
+    out = []
+    for frame in (closures, run.regions[run.regions["thread"].isin(eigen_threads(run))]):
+        for _, group in frame.groupby("thread"):
+            out.append((group["start_ns"].to_numpy(), group["end_ns"].to_numpy()))
+    mine = items[(items["thread"] == main) & (items["what"] == WORK)]
+    out.append((mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy()))
+    return out
+
+
+def eigen_threads(run: Run) -> np.ndarray:
+    return pool_thread_keys(run, Pool.INTRA_OP)
+
+
+def _shards(run: Run, items: pd.DataFrame) -> Shards:
+    """Per op with shards: (its row, each worker's shard spans merged and cut to the op, how
+    many shards, the hand-off delay in ns, the spans its shards covered: starts, ends)."""
+    work = np.flatnonzero(items["what"].to_numpy() == WORK)
+    if not len(work) or run.regions.empty:
+        return []
+    start, end = items["start_ns"].to_numpy(), items["end_ns"].to_numpy()
+    regions, owner = closure_owners(run, items.iloc[work].reset_index(drop=True))
+    r_start, r_end = regions["start_ns"].to_numpy(), regions["end_ns"].to_numpy()
+    r_thread = regions["thread"].to_numpy()
+    asked = regions["scheduled_ns"].to_numpy(dtype=np.int64, na_value=-1)
+    by = regions["scheduled_by"].to_numpy(dtype=np.int64, na_value=-1)
+    owned = np.flatnonzero(owner >= 0)
+    order = owned[np.argsort(owner[owned], kind="stable")]
+    out = []
+    for group in np.split(order, np.flatnonzero(np.diff(owner[order])) + 1) if len(order) else []:
+        i = int(work[owner[group[0]]])
+        s = np.clip(r_start[group], start[i], end[i])
+        e = np.clip(r_end[group], start[i], end[i])
+        us, ue = union(s, e)
+        # a region may nest in another on its worker: each worker's regions merged
+        worker = r_thread[group]
+        spans = [union(s[worker == w], e[worker == w]) for w in np.unique(worker)]
+        # the hand-off: the op's own first Record to the start of that shard
+        own = group[(by[group] == items["thread"].iat[i]) & (asked[group] >= 0)]
+        first = own[np.argmin(asked[own])] if len(own) else group[np.argmin(r_start[group])]
+        delay = float(r_start[first] - asked[first]) if asked[first] >= 0 else 0.0
+        room = max(float(end[i] - start[i]) - float((ue - us).sum()), 0.0)
+        out.append((i, spans, len(group), min(max(delay, 0.0), room), us, ue))
+    return out
+
+
+def _with_op_work(
+    items: pd.DataFrame,
+    shards: list[
+        tuple[int, list[tuple[np.ndarray, np.ndarray]], int, float, np.ndarray, np.ndarray]
+    ],
+    rate: Rate,
+    share: float,
+) -> pd.DataFrame:
+    """``items`` with each op's serial, hand-off and parallel parts and its shard count."""
+    n = len(items)
+    serial = rate.work(items["start_ns"].to_numpy(), items["end_ns"].to_numpy())
+    handoff, parallel, count = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    for i, spans, k, delay, us, ue in shards:
+        covered = float(rate.work(us, ue).sum())
+        shard_work = sum(float(rate.work(s, e).sum()) for s, e in spans)
+        handoff[i] = delay
+        parallel[i] = shard_work + share * covered
+        serial[i] = max(serial[i] - covered - delay, 0.0)
+        count[i] = k
+    if shards:  # the pool's wake-up: a longer delay waited for busy workers
+        handoff = np.minimum(handoff, float(np.median([d for _, _, _, d, _, _ in shards])))
+    return items.assign(serial=serial, handoff=handoff, parallel=parallel, shards=count)

@@ -1,0 +1,324 @@
+"""``predict(run, intra, inter, cpus) -> Prediction``: each thread setting's step time, from one
+recorded run, without running it.
+
+The window's steps (``metrics.window``: the steady steps by default) are taken apart into
+units of work (``step_work``) and replayed on each setting (``replay``). The replay at the
+recorded setting is the calibration: its time against the recorded one is the residual, and
+every setting's step time is the recorded time over its replayed speedup, so the recorded
+setting predicts itself. What the trace cannot support is refused in one line (a run
+recorded at intra-op 1 has no shards to spread over more workers) or labelled an
+extrapolation (more threads than the usable CPUs; more Eigen workers than recorded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.metrics.steps import find_steps
+from tftrace.analysis.metrics.window import (
+    STEADY,
+    WindowArg,
+    in_recording,
+    parse_window,
+    resolve_window,
+)
+from tftrace.analysis.metrics.work import SERVER, find_work
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.model.trace_facts import with_trace_facts
+from tftrace.analysis.predict.items import Items, thread_items
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.result import (
+    CALIBRATED,
+    EXTRAPOLATION,
+    RECORDED,
+    Prediction,
+    SettingPrediction,
+)
+from tftrace.analysis.predict.step_work import OpWork, StepWork, step_works
+from tftrace.errors import TftraceError
+from tftrace.tracer.sweep_setting import ladder
+
+# What binds a setting: the resource that, doubled, would make its steps the most faster
+# (at least ``BINDS``); else Python and the host where recorded waits fill at least
+# ``HOST_BOUND`` of the replayed time, else the chain of work itself.
+INTER_OP, EIGEN, CORES, CHAIN, HOST_TIME = (
+    "inter-op threads",
+    "Eigen workers",
+    "cores",
+    "dependency chain",
+    "python / host",
+)
+BINDS = 0.05
+HOST_BOUND = 0.5
+MAX_STEPS = 20  # steps replayed, evenly spread over the window: the replay is Python
+RESIDUAL_NOTE = 0.25  # a residual beyond this is said: the model missed the recording
+# A recording with more busy threads than cores, or with ops split over the pool at once, for
+# more of its replayed span than this is said: what that contention cost is in the work it
+# holds (docs/predict.md, measured).
+SHARED_NOTE = 0.25
+
+
+def predict(
+    run: Run,
+    intra: Iterable[int] | None = None,
+    inter: Iterable[int] | None = None,
+    cpus: int | None = None,
+    window: WindowArg = STEADY,
+    warmup_steps: int = 1,
+) -> Prediction:
+    """Predict the mean step time of each setting of ``intra`` x ``inter`` pool sizes from
+    ``run`` (a loop's steps), on the CPUs it was recorded with (``cpus``: where the run does
+    not say, or to replace it, as ``tftrace analyze --cpus``).
+
+    Args:
+        intra, inter: the pool sizes to predict (default: those a sweep would try, 1, 2,
+            4, ... up to the CPUs and one beyond; intra-op 1 alone for a run recorded at 1).
+        window, warmup_steps: the steps replayed, as ``tftrace.analyze`` takes them.
+
+    Returns:
+        A ``Prediction``: one ``SettingPrediction`` per setting (step time, speedup, what
+        binds, basis), ``print`` shows the table.
+
+    Raises:
+        TftraceError: no trace, no steps, a server, unknown pool sizes or CPUs, a thread
+        count below 1, intra-op above 1 for a run recorded at intra-op 1.
+
+    Example::
+
+        run = tftrace.load("runs/train")
+        print(tftrace.predict(run, intra=(1, 2, 4), inter=(1, 2)))
+    """
+    if run.events.empty:
+        raise TftraceError(f"predict: {run.path} holds no trace to replay")
+    if run.regions.empty or not run.regions["scheduled_ns"].notna().any():
+        raise TftraceError(
+            "predict: the trace holds no thread-pool events (Record, StartRegion; TF 2.16 and "
+            "older write none): the executor's order and the ops' shards are not in it"
+        )
+    run = with_trace_facts(run, cpus)
+    cores, cores_basis = _cores(run, given=cpus is not None)
+    rec_intra, rec_inter = _recorded_sizes(run)
+    if find_work(run).shape == SERVER:
+        raise TftraceError(
+            "predict: this run is a server (calls on several threads at once); only a loop's "
+            "steps are predicted yet"
+        )
+    steps = find_steps(run)
+    span, basis = resolve_window(run, steps, in_recording(parse_window(window, warmup_steps), run))
+    table = steps.within(span).table
+    if table.empty:
+        raise TftraceError(
+            "predict: no steps to replay (no tf.function or annotation repeated on the main "
+            f"thread in the window: {basis})"
+        )
+    notes: list[str] = []
+    intras = _values(intra, "intra", cores, notes, rec_intra)
+    inters = _values(inter, "inter", cores, notes, rec_inter)
+    replayed = _sample(table)
+    main = _main_thread(run)
+    lo, hi = int(replayed["start_ns"].min()), int(replayed["end_ns"].max())
+    items = thread_items(run, lo, hi, main, cores)
+    works = step_works(items, replayed, main)
+    replays = _Replays(works, cores, rec_intra, items.caller_share)
+    base = replays.span(rec_intra, rec_inter)
+    recorded_ns = float(replayed["duration_ns"].sum())
+    recorded_ms = float(table["duration_ns"].mean()) / 1e6
+    settings = []
+    for i in intras:
+        for k in inters:
+            span_ns = replays.span(i, k)
+            speedup = base / span_ns if span_ns > 0 else 1.0
+            gains = {
+                INTER_OP: replays.gain(i, k, (i, 2 * k, 1)),
+                EIGEN: replays.gain(i, k, (2 * i, k, 1)),
+                CORES: replays.gain(i, k, (i, k, 2)),
+            }
+            host_share = replays.host(i, k) / span_ns if span_ns > 0 else 0.0
+            settings.append(
+                SettingPrediction(
+                    i,
+                    k,
+                    recorded_ms / speedup,
+                    speedup,
+                    _reason(gains, host_share),
+                    gains,
+                    host_share,
+                    _basis(i, k, rec_intra, rec_inter, cores),
+                )
+            )
+    residual = base / recorded_ns - 1 if recorded_ns else 0.0
+    notes += _notes(items, works, residual)
+    if len(replayed) < len(table):
+        notes.append(f"{len(replayed)} of the window's {len(table)} steps replayed, evenly spread")
+    return Prediction(
+        run.path,
+        rec_intra,
+        rec_inter,
+        cores,
+        cores_basis,
+        basis,
+        len(replayed),
+        len(table),
+        recorded_ms,
+        base / len(replayed) / 1e6,
+        residual,
+        tuple(settings),
+        tuple(notes),
+        items.caller_share,
+        items.caller_measured,
+    )
+
+
+def _notes(items: Items, works: tuple[StepWork, ...], residual: float) -> list[str]:
+    """What makes the figures less sure, in words."""
+    notes: list[str] = []
+    if abs(residual) > RESIDUAL_NOTE:
+        notes.append(
+            f"the replay of the recorded setting is {residual:+.0%} off the recorded steps: "
+            "the trace holds time the model does not place; the speedups are less sure"
+        )
+    shared = items.rate.shared()
+    if shared > SHARED_NOTE:
+        notes.append(
+            f"the recording had more busy threads than cores for {shared:.0%} of the replayed "
+            "steps' span: the work it holds includes what that contention cost, so settings "
+            "with fewer threads may be faster than predicted"
+        )
+    if items.split_together > SHARED_NOTE:
+        notes.append(
+            "two ops or more were split over the Eigen pool at once for "
+            f"{items.split_together:.0%} of the replayed steps' span: such a recording can hold "
+            "more work than the same ops run apart (docs/predict.md), so settings that run "
+            "them apart may be faster than predicted"
+        )
+    if items.caller_measured:
+        notes.append(
+            f"an op's own thread used {items.caller_share:.0%} of a core while its shards ran "
+            "(the OS sampler): it works beside the Eigen workers at that share"
+        )
+    elif any(w.shards for w in _ops(works)):
+        notes.append(
+            "an op's own thread is assumed to work beside its Eigen workers while its shards "
+            "run (no OS samples of it, or too few)"
+        )
+    return notes
+
+
+class _Replays:
+    """The window's replayed steps on each setting, each replayed once: their total span and
+    the part of it in which only recorded waits ran (ns)."""
+
+    def __init__(self, works: tuple[StepWork, ...], cores: float, rec_intra: int, caller: float):
+        self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
+        self.done: dict[tuple[int, int, int], tuple[float, float]] = {}
+
+    def _of(self, intra: int, inter: int, more_cores: int = 1) -> tuple[float, float]:
+        key = (intra, inter, more_cores)
+        if key not in self.done:
+            cores = self.cores * more_cores
+            steps = [
+                replay(w, intra, inter, cores, self.rec_intra, self.caller) for w in self.works
+            ]
+            self.done[key] = (sum(r.span_ns for r in steps), sum(r.host_ns for r in steps))
+        return self.done[key]
+
+    def span(self, intra: int, inter: int) -> float:
+        return self._of(intra, inter)[0]
+
+    def host(self, intra: int, inter: int) -> float:
+        return self._of(intra, inter)[1]
+
+    def gain(self, intra: int, inter: int, doubled: tuple[int, int, int]) -> float:
+        """How much faster the steps of (intra, inter) would be with one resource doubled."""
+        more = self._of(*doubled)[0]
+        return self.span(intra, inter) / more - 1 if more > 0 else 0.0
+
+
+def _ops(works: tuple[StepWork, ...]) -> list[OpWork]:
+    return [seg.op for w in works for u in w.units for seg in u.segments if seg.op is not None]
+
+
+def _reason(gains: dict[str, float], host_share: float) -> str:
+    best = max(gains, key=lambda r: gains[r])
+    if gains[best] >= BINDS:
+        return best
+    return HOST_TIME if host_share >= HOST_BOUND else CHAIN
+
+
+def _cores(run: Run, given: bool) -> tuple[float, str]:
+    usable = run.manifest.usable_cpus
+    if not usable:
+        raise TftraceError(
+            "predict: the CPUs the process could use are unknown (a bare trace); give --cpus N"
+        )
+    quota = run.manifest.host.cpu_quota
+    if quota and quota < usable:
+        return float(quota), f"the cgroup quota of {quota:g} CPUs"
+    return float(usable), f"{usable} CPUs given (--cpus)" if given else f"{usable} usable CPUs"
+
+
+def _recorded_sizes(run: Run) -> tuple[int, int]:
+    sizes = [run.manifest.pool(name).size for name in ("intra_op", "inter_op")]
+    if sizes[0] is None or sizes[1] is None:
+        raise TftraceError(
+            "predict: the recorded pool sizes are unknown (the run does not say them and the "
+            "trace shows too few of their threads); record it with tftrace record"
+        )
+    return int(sizes[0]), int(sizes[1])
+
+
+def _values(
+    given: Iterable[int] | None, what: str, cores: float, notes: list[str], recorded: int
+) -> list[int]:
+    """The sizes of one pool to predict, the recorded one among them."""
+    if given is None:
+        values = ladder(max(int(cores), 1))
+        if what == "intra" and recorded == 1:
+            values = [1]
+            notes.append(
+                "intra-op 1 only: the run was recorded at intra-op 1, so its ops hold no "
+                "shards to spread over more workers; record it at intra-op 2 or more"
+            )
+    else:
+        values = list(dict.fromkeys(given))
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise TftraceError(f"predict: --{what} sizes must be whole numbers >= 1, not {v!r}")
+        if what == "intra" and recorded == 1 and any(v > 1 for v in values):
+            raise TftraceError(
+                "predict: the run was recorded at intra-op 1: its ops hold no shards to spread "
+                "over more workers, so intra-op above 1 cannot be predicted; record it at "
+                "intra-op 2 or more"
+            )
+        if not values:
+            raise TftraceError(f"predict: no --{what} size given")
+    return sorted({int(v) for v in values} | {recorded})
+
+
+def _basis(intra: int, inter: int, rec_intra: int, rec_inter: int, cores: float) -> str:
+    if (intra, inter) == (rec_intra, rec_inter):
+        return RECORDED
+    beyond = [f"{what} {n}" for what, n in (("intra", intra), ("inter", inter)) if n > cores]
+    if beyond:
+        return f"{EXTRAPOLATION}: {', '.join(beyond)} > {cores:g} CPUs"
+    if intra > rec_intra:
+        return f"{EXTRAPOLATION}: intra {intra} > recorded {rec_intra}"
+    return CALIBRATED
+
+
+def _sample(table: pd.DataFrame) -> pd.DataFrame:
+    if len(table) <= MAX_STEPS:
+        return table
+    rows = np.unique(np.linspace(0, len(table) - 1, MAX_STEPS).round().astype(int))
+    return table.iloc[rows]
+
+
+def _main_thread(run: Run) -> int:
+    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
+    if main.empty:
+        raise TftraceError("predict: the run's main thread is not known")
+    return int(main.iloc[0])

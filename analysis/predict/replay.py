@@ -1,0 +1,199 @@
+"""Replay one step's units on a setting: ``inter`` inter-op threads, an Eigen pool of ``intra``
+workers, ``cores`` cores.
+
+A fluid model, event by event:
+
+- The main thread runs its unit from the step's start. A closure becomes runnable at its
+  Record (a ``SPAWN`` of the unit that scheduled it; a closure without one at its recorded
+  start) and waits, first come first served, for one of the ``inter`` inter-op threads. A
+  thread that waits for what it scheduled (``JOIN``) gives its inter-op thread back and
+  queues for one again when the last of them ends (TF's function calls are asynchronous).
+- An op runs its serial part on its thread; then, at ``intra`` > 1 and where it had
+  shards, the hand-off (wall time) and its parallel part over the Eigen workers it gets and
+  its own thread, which works at the ``caller`` share of a core the recording showed: the
+  ops in their parallel part share the pool (``intra`` / their count each), each up to
+  ``shards x intra / recorded intra`` workers (the pool splits finer as it grows, no finer).
+  At ``intra`` = 1 the op runs inline: serial and parallel parts on its thread.
+- Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
+  ``min(1, cores / d)`` of one (processor sharing). ``WAIT`` segments (Python, input, the
+  main thread outside ops) keep their recorded time and take no core.
+
+The time during which only recorded waits ran (Python, input, the main thread outside ops;
+not the hand-off) is counted apart (``host_ns``): what no thread setting changes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from tftrace.analysis.predict.step_work import CPU, JOIN, OP, SPAWN, WAITS, OpWork, StepWork
+
+EPS = 1e-6  # ns: what is left of a phase when it is done
+INLINE, PAR, HANDOFF = "inline", "par", "handoff"
+MAX_EVENTS = 10_000_000  # a guard: a step's replay ends, whatever its units hold
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A step's replayed span (ns), and the part of it in which only recorded waits ran."""
+
+    span_ns: float
+    host_ns: float
+
+
+@dataclass
+class _State:
+    """A unit as the replay runs it: its next segment, the phases left of the current one."""
+
+    unit: int
+    main: bool
+    seg: int = 0
+    phases: deque[tuple[str, float, float, str]] = field(default_factory=deque)
+    kind: str = ""  # CPU, INLINE, PAR, WAITS or JOIN
+    left: float = 0.0
+    cap: float = 1.0  # PAR: the most Eigen workers it can use
+    why: str = ""
+    waits: set[int] = field(default_factory=set)
+    on_thread: bool = False
+
+
+def _op_phases(op: OpWork, intra: int, recorded_intra: int) -> list[tuple[str, float, float, str]]:
+    if op.shards and intra > 1:
+        cap = op.shards * max(1.0, intra / max(recorded_intra, 1))  # Eigen workers
+        return [
+            (CPU, op.serial, 1.0, ""),
+            (WAITS, op.handoff, 1.0, HANDOFF),
+            (PAR, op.parallel, cap, ""),
+        ]
+    return [(CPU, op.serial, 1.0, ""), (INLINE if op.shards else CPU, op.parallel, 1.0, "")]
+
+
+class _Replay:
+    def __init__(
+        self, step: StepWork, intra: int, inter: int, cores: float, rec_intra: int, caller: float
+    ):
+        self.units = step.units
+        self.caller = caller
+        self.intra, self.cores, self.rec_intra = intra, cores, rec_intra
+        self.free = inter
+        self.done = [False] * len(self.units)
+        self.states: dict[int, _State] = {}
+        self.queue: deque[int] = deque()
+        self.joined: dict[int, _State] = {}
+        self.releases = sorted(
+            (u.release_ns, k) for k, u in enumerate(self.units) if k and u.release_ns is not None
+        )
+        self.t = 0.0
+        self.host = 0.0
+
+    def run(self) -> Replayed:
+        self._start(0)
+        for _ in range(MAX_EVENTS):
+            while self.releases and self.releases[0][0] <= self.t + EPS:
+                self.queue.append(self.releases.pop(0)[1])
+            self._dispatch()
+            if all(self.done):
+                break
+            active = [s for s in self.states.values() if s.kind != JOIN and (s.main or s.on_thread)]
+            if not active:
+                if not self.releases:
+                    break  # nothing left can run (not expected of a recorded step)
+                self.t = self.releases[0][0]
+                continue
+            self._advance(active)
+        return Replayed(self.t, self.host)
+
+    def _advance(self, active: list[_State]) -> None:
+        pars = [s for s in active if s.kind == PAR]
+        workers = self.intra / len(pars) if pars else 0.0
+        lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
+        demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
+        share = min(1.0, self.cores / demand) if demand > 0 else 1.0
+        rates = {s.unit: 1.0 if s.kind == WAITS else share * lanes.get(s.unit, 1.0) for s in active}
+        dt = min(s.left / rates[s.unit] for s in active)
+        if self.releases:
+            dt = min(dt, self.releases[0][0] - self.t)
+        dt = max(dt, 0.0)
+        if all(s.kind == WAITS and s.why != HANDOFF for s in active):
+            self.host += dt
+        self.t += dt
+        for s in active:
+            s.left -= rates[s.unit] * dt
+        for s in active:
+            if s.left <= EPS and s.unit in self.states:
+                self._next(s)
+
+    def _start(self, k: int) -> None:
+        self.states[k] = _State(k, self.units[k].main, on_thread=not self.units[k].main)
+        self._next(self.states[k])
+
+    def _dispatch(self) -> None:
+        while self.free > 0 and self.queue:
+            k = self.queue.popleft()
+            self.free -= 1
+            if k in self.states:  # back from a join
+                self.states[k].on_thread = True
+                self._next(self.states[k])
+            else:
+                self._start(k)
+
+    def _next(self, s: _State) -> None:
+        """Move ``s`` to its next phase that takes time, running instant segments on the way."""
+        segments = self.units[s.unit].segments
+        while True:
+            while s.phases:
+                s.kind, s.left, s.cap, s.why = s.phases.popleft()
+                if s.left > EPS:
+                    return
+            if s.seg == len(segments):
+                self._finish(s)
+                return
+            seg = segments[s.seg]
+            s.seg += 1
+            if seg.kind == SPAWN:
+                self.queue.append(seg.units[0])
+            elif seg.kind == JOIN:
+                s.waits = {u for u in seg.units if not self.done[u]}
+                if s.waits:
+                    s.kind = JOIN
+                    self.joined[s.unit] = s
+                    if not s.main:
+                        s.on_thread = False
+                        self.free += 1
+                    return
+            elif seg.kind == OP and seg.op is not None:
+                s.phases.extend(_op_phases(seg.op, self.intra, self.rec_intra))
+            elif seg.kind == CPU:
+                s.phases.append((CPU, seg.ns, 1.0, ""))
+            elif seg.kind == WAITS:
+                s.phases.append((WAITS, seg.ns, 1.0, seg.why))
+
+    def _finish(self, s: _State) -> None:
+        self.done[s.unit] = True
+        del self.states[s.unit]
+        if s.on_thread:
+            self.free += 1
+        for j, other in list(self.joined.items()):
+            other.waits.discard(s.unit)
+            if not other.waits:
+                del self.joined[j]
+                other.kind = ""
+                if other.main:
+                    self._next(other)
+                else:
+                    self.queue.append(j)
+
+
+def replay(
+    step: StepWork,
+    intra: int,
+    inter: int,
+    cores: float,
+    recorded_intra: int,
+    caller: float = 1.0,
+) -> Replayed:
+    """The span of ``step`` replayed on ``inter`` inter-op threads, ``intra`` Eigen workers and
+    ``cores`` cores (``recorded_intra``: the pool its shards were recorded on; ``caller``: the
+    share of a core an op's own thread takes, and works with, while its shards run)."""
+    return _Replay(step, intra, inter, cores, recorded_intra, caller).run()

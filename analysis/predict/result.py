@@ -1,0 +1,129 @@
+"""What ``tftrace.predict`` returns: the predicted step time of each thread setting, why, and
+how sure (``basis``), beside the recorded setting it was calibrated on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tftrace.analysis.presenting import as_html, as_text
+
+RECORDED = "recorded"  # the basis of the recorded setting: the prediction is the recording
+CALIBRATED = "calibrated"  # the replay, scaled by its residual at the recorded setting
+EXTRAPOLATION = "extrapolation"  # beyond what the run shows: its basis says how
+
+
+@dataclass(frozen=True)
+class SettingPrediction:
+    """One setting: its predicted mean step time (ms), its speedup over the recorded setting
+    (> 1: faster), what binds it (``reason``: the resource that, doubled, would make it the
+    most faster, by at least 5 %; else ``python / host`` where the recorded waits fill half
+    its replayed time or more, else ``dependency chain``), how much faster each resource
+    doubled would make it (``gains``: 0.25 is 25 % faster), the share of its replayed time
+    in which only recorded waits ran (``host_share``), and its ``basis`` (``RECORDED``,
+    ``CALIBRATED``, or ``EXTRAPOLATION: why``)."""
+
+    intra: int
+    inter: int
+    step_ms: float
+    speedup: float
+    reason: str
+    gains: dict[str, float]
+    host_share: float
+    basis: str
+
+    @property
+    def recorded(self) -> bool:
+        return self.basis == RECORDED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "intra": self.intra,
+            "inter": self.inter,
+            "step_ms": self.step_ms,
+            "speedup": self.speedup,
+            "reason": self.reason,
+            "gains": dict(self.gains),
+            "host_share": self.host_share,
+            "basis": self.basis,
+        }
+
+
+@dataclass(frozen=True, repr=False)
+class Prediction:
+    """Every setting asked for, predicted from one recorded run (``tftrace.predict``).
+
+    ``recorded_ms`` is the mean step time of the window's steps as recorded; ``replayed_ms``
+    what the replay gives at the recorded setting before calibration (``residual``: replayed
+    over recorded, less 1); every setting's time is the recorded time over its replayed
+    speedup, so the recorded setting predicts itself. ``steps`` is how many steps of the
+    window were replayed (``window_steps``: how many it holds). ``caller_share``: the share of
+    a core an op's own thread used while its shards ran, by the OS sampler where
+    ``caller_measured`` (else a whole core is assumed: TF's caller runs shards too).
+
+    Example::
+
+        guess = tftrace.predict(tftrace.load("runs/train"), inter=(1, 2))
+        print(guess)  # one row per setting
+        best = guess.best()  # best.intra, best.inter, best.speedup, best.basis
+    """
+
+    path: Path
+    recorded_intra: int
+    recorded_inter: int
+    cores: float
+    cores_basis: str
+    window_basis: str
+    steps: int
+    window_steps: int
+    recorded_ms: float
+    replayed_ms: float
+    residual: float
+    settings: tuple[SettingPrediction, ...]
+    notes: tuple[str, ...] = ()
+    caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
+    caller_measured: bool = False  # by the OS sampler (else assumed)
+
+    def best(self) -> SettingPrediction:
+        """The setting predicted fastest (the recorded one on a tie)."""
+        return min(self.settings, key=lambda s: (s.step_ms, not s.recorded))
+
+    def setting(self, intra: int, inter: int) -> SettingPrediction:
+        """The prediction of one setting (KeyError when it was not asked for)."""
+        for s in self.settings:
+            if (s.intra, s.inter) == (intra, inter):
+                return s
+        raise KeyError(f"intra {intra}, inter {inter}: not predicted")
+
+    def to_json(self) -> dict[str, Any]:
+        """Every figure as plain JSON values (what ``tftrace predict --json`` prints)."""
+        return {
+            "run": str(self.path),
+            "recorded": {"intra": self.recorded_intra, "inter": self.recorded_inter},
+            "cores": self.cores,
+            "cores_basis": self.cores_basis,
+            "window_basis": self.window_basis,
+            "steps": self.steps,
+            "window_steps": self.window_steps,
+            "recorded_ms": self.recorded_ms,
+            "replayed_ms": self.replayed_ms,
+            "residual": self.residual,
+            "caller_share": self.caller_share,
+            "caller_measured": self.caller_measured,
+            "settings": [s.to_json() for s in self.settings],
+            "notes": list(self.notes),
+        }
+
+    def to_html(self) -> str:
+        return as_html(self)
+
+    def __repr__(self) -> str:
+        best = self.best()
+        return (
+            f"<Prediction {self.path}: {len(self.settings)} settings, best intra {best.intra} "
+            f"inter {best.inter} ({best.speedup:.2f}x)>"
+        )
+
+    def __str__(self) -> str:
+        return as_text(self)

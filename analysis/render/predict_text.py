@@ -1,0 +1,74 @@
+"""A ``Prediction`` shown: one row per setting (terminal and HTML, one ``Table``), then how it
+was calibrated and what it could not predict."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.predict.result import Prediction
+from tftrace.analysis.render.console import capture, say
+from tftrace.analysis.render.console import console as make_console
+from tftrace.analysis.render.html import page
+from tftrace.analysis.render.table import Table, html_table, print_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+HEADERS = ("intra", "inter", "step ms", "speedup", "binds", "basis")
+
+
+def headline(p: Prediction) -> list[str]:
+    """What was replayed, and on what."""
+    return [
+        f"predicted from {p.path}: recorded at intra-op {p.recorded_intra}, inter-op "
+        f"{p.recorded_inter}, on {p.cores_basis}",
+        f"window: {p.window_basis}",
+    ]
+
+
+def prediction_table(p: Prediction) -> Table:
+    """One row per setting; the recorded setting is the one whose basis says so."""
+    rows = [
+        (
+            str(s.intra),
+            str(s.inter),
+            f"{s.step_ms:.2f}",
+            f"{s.speedup:.2f}x",
+            s.reason,
+            s.basis,
+        )
+        for s in p.settings
+    ]
+    calibration = (
+        f"calibration: the replay of the recorded setting gives {p.replayed_ms:.2f} ms a step "
+        f"against the recorded {p.recorded_ms:.2f} ms (residual {p.residual:+.1%}, "
+        f"{p.steps} step{'s' * (p.steps != 1)} replayed); every setting is scaled by it"
+    )
+    return Table(
+        "predicted step time per setting",
+        HEADERS,
+        rows,
+        text_columns=0,
+        text_at=(4, 5),
+        notes=(calibration, *(f"note: {n}" for n in p.notes)),
+    )
+
+
+def render(p: Prediction, out: Console | None = None) -> None:
+    console = out or make_console()
+    for line in headline(p):
+        say(console, line)
+    print_table(console, prediction_table(p))
+
+
+def prediction_text(p: Prediction) -> str:
+    """The terminal text as plain text (what ``print(prediction)`` shows)."""
+    return capture(lambda out: render(p, out))
+
+
+def prediction_page(p: Prediction) -> str:
+    """The prediction as one self-contained HTML page."""
+    from tftrace.analysis.render.html_sections import esc
+
+    body = "".join(f"<p>{esc(line)}</p>" for line in headline(p))
+    return page(f"tftrace predict: {p.path}", body + html_table(prediction_table(p), "h2"))

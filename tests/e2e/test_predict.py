@@ -1,0 +1,95 @@
+"""Known answers of ``tftrace predict`` on real workloads: each recorded at one setting, its
+prediction of another compared with a recording at that other setting (the measured answer),
+on the test machine's cores.
+
+- Two independent matmul chains (``branches.py``) recorded at inter-op 1, intra-op 1: at
+  inter-op 2 the chains run side by side; the predicted speedup is within 20 % of the
+  measured one (about 1.7x on 2 cores).
+- A chain of large products (``product_chain.py``) recorded at intra-op 2: predicted slower at
+  intra-op 1, within 25 % of the measured slowdown.
+- A step that is a ``tf.py_function`` (``py_function_loop.py``): predicted unchanged, within
+  10 %, by every setting of the sweep's ladder, and bound by Python.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace_command
+from tftrace.analysis.metrics.measured import measure
+from tftrace.analysis.model.run import load
+from tftrace.analysis.predict import predict
+from tftrace.analysis.predict.predicting import EIGEN, HOST_TIME, INTER_OP
+
+pytestmark = pytest.mark.slow
+
+
+def record(out: Path, script: str, *args: str, intra: int, inter: int) -> Path:
+    run = out / f"{Path(script).stem}-intra{intra}-inter{inter}"
+    env = quiet_env(TF_NUM_INTRAOP_THREADS=str(intra), TF_NUM_INTEROP_THREADS=str(inter))
+    proc = subprocess.run(
+        tftrace_command("record", "--no-pyspy", "-o", run, WORKLOADS / script, *args),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return run
+
+
+def step_ms(run: Path) -> float:
+    """The measured answer: the mean of the steady steps, as the analysis times them."""
+    steps = measure(load(run)).steps.table
+    assert len(steps) >= 3, steps
+    return float(steps["duration_ns"].mean()) / 1e6
+
+
+@NEEDS_QUIET_CORES
+def test_two_chains_at_inter_1_are_predicted_as_measured_at_inter_2(tmp_path: Path):
+    one = record(tmp_path, "branches.py", intra=1, inter=1)
+    two = record(tmp_path, "branches.py", intra=1, inter=2)
+    p = predict(load(one), inter=(1, 2))
+    measured = step_ms(one) / step_ms(two)
+    predicted = p.setting(1, 2)
+    assert measured > 1.4, measured  # the machine ran the chains side by side
+    assert predicted.speedup == pytest.approx(measured, rel=0.2), (predicted, measured)
+    assert predicted.basis == "calibrated"
+    assert p.setting(1, 1).reason == INTER_OP and predicted.reason != INTER_OP
+    # the command prints the same prediction
+    proc = subprocess.run(
+        tftrace_command("predict", one, "--inter", "1,2", "--json"),
+        env=quiet_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["settings"]
+    assert rows[1]["speedup"] == pytest.approx(predicted.speedup)
+
+
+@NEEDS_QUIET_CORES
+def test_a_chain_of_large_products_at_intra_2_is_predicted_slower_at_intra_1(tmp_path: Path):
+    two = record(tmp_path, "product_chain.py", intra=2, inter=1)
+    one = record(tmp_path, "product_chain.py", intra=1, inter=1)
+    p = predict(load(two), intra=(1, 2), inter=(1,))
+    measured = step_ms(two) / step_ms(one)  # < 1: intra-op 1 is slower
+    inline = p.setting(1, 1)
+    assert measured < 0.8, measured
+    assert inline.speedup < 1 and inline.reason == EIGEN
+    assert inline.speedup == pytest.approx(measured, rel=0.25), (inline, measured)
+
+
+@NEEDS_QUIET_CORES
+def test_a_python_step_is_predicted_unchanged_by_every_setting(tmp_path: Path):
+    run = record(tmp_path, "py_function_loop.py", intra=2, inter=2)
+    p = predict(load(run))
+    assert len(p.settings) >= 9  # intra 1, 2, 4 x inter 1, 2, 4 on 2 cores
+    for s in p.settings:
+        assert s.speedup == pytest.approx(1, abs=0.1), s
+        assert s.reason == HOST_TIME, s

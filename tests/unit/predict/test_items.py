@@ -1,0 +1,80 @@
+"""Each thread's items on hand-built runs: outermost ops, an op's serial, hand-off and
+parallel parts from its shards, Python and waits kept apart, closures with their Record."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from builders import (
+    MS,
+    cpu_samples_table,
+    py_function_step,
+    sharded_step,
+    stepped_run,
+    two_closures_step,
+)
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.predict.items import PYTHON, WAIT, WORK, outermost, thread_items
+
+MAIN, INTER, EIGEN = Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP
+
+
+def test_outermost_keeps_what_no_earlier_interval_of_its_thread_holds():
+    thread = np.array([0, 0, 0, 1, 0])
+    start = np.array([0, 2, 10, 3, 10])
+    end = np.array([10, 5, 12, 4, 11])
+    assert outermost(thread, start, end).tolist() == [True, False, True, True, False]
+
+
+def test_an_op_with_two_shards_on_two_cores_shared_by_three_threads():
+    """The op (1-11 ms) and both shards (1-11) keep three threads busy on 2 cores: each had
+    2/3 of a core. Parallel work: 2 shards x 10 x 2/3 and the caller's 10 x 2/3 = 20 ms; no
+    serial part, no hand-off (the shards started as they were scheduled)."""
+    run = stepped_run([MAIN, INTER, EIGEN, EIGEN], sharded_step, steps=1, intra=2)
+    items = thread_items(run, 0, 12 * MS, 0, 2)
+    (op,) = items.items[items.items["what"] == WORK].itertuples()
+    assert (op.thread, op.start_ns, op.end_ns, op.shards) == (1, 1 * MS, 11 * MS, 2)
+    assert op.parallel == pytest.approx(20 * MS)
+    assert op.serial == pytest.approx(0, abs=1)
+    assert op.handoff == 0
+    assert items.handoffs.tolist() == [0]
+    (wait,) = items.items[items.items["what"] == WAIT].itertuples()
+    assert (wait.thread, wait.start_ns, wait.end_ns) == (0, 0, 12 * MS)  # the call: a wait
+    assert items.closures[["thread", "start_ns", "scheduled_by"]].values.tolist() == [
+        [1, int(0.5 * MS), 0]
+    ]
+
+
+def test_ops_without_shards_are_serial_and_python_is_apart():
+    run = stepped_run([MAIN, INTER], two_closures_step, steps=1)
+    items = thread_items(run, 0, 21 * MS, 0, 2).items
+    work = items[items["what"] == WORK]
+    assert work["serial"].tolist() == pytest.approx([9.8 * MS, 9.9 * MS])
+    assert work["parallel"].tolist() == [0, 0] and work["shards"].tolist() == [0, 0]
+    run = stepped_run([MAIN, INTER], py_function_step, steps=1)
+    items = thread_items(run, 0, 20 * MS, 0, 2).items
+    assert items["what"].tolist() == [WAIT, PYTHON]
+
+
+def test_the_callers_share_of_a_core_comes_from_the_os_sampler():
+    """Eleven steps of the sharded op (110 ms covered by shards): the sampler shows its
+    thread idle throughout, so it waited beside its workers; the two workers alone were busy
+    on 2 cores, each with a whole one: 20 ms of work, none the caller's."""
+    run = stepped_run([MAIN, INTER, EIGEN, EIGEN], sharded_step, steps=12, intra=2)
+    t = np.arange(0, 361, 1, dtype=np.int64) * MS
+    idle = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, np.zeros_like(t)))
+    items = thread_items(idle, 30 * MS, 360 * MS, 0, 2)
+    assert (items.caller_share, items.caller_measured) == (0.0, True)
+    work = items.items[items.items["what"] == WORK]
+    assert work["parallel"].tolist() == pytest.approx([20 * MS] * 11)
+    # without samples the caller is taken as working a whole core: 3 threads on 2 cores
+    assert thread_items(run, 30 * MS, 360 * MS, 0, 2).caller_measured is False
+    # busy throughout by the sampler: a whole core
+    busy = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, t))
+    assert thread_items(busy, 30 * MS, 360 * MS, 0, 2).caller_share == pytest.approx(1.0)
+    # too little time covered to say: 3 steps, 30 ms
+    few = thread_items(idle, 30 * MS, 90 * MS, 0, 2)
+    assert (few.caller_share, few.caller_measured) == (1.0, False)

@@ -1,0 +1,116 @@
+"""The replay on hand-made units: the inter-op queue, processor sharing, an op's parts on
+the Eigen pool or inline, joins that give their thread back, late closures, host time."""
+
+from __future__ import annotations
+
+import pytest
+
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.step_work import (
+    CPU,
+    HOST,
+    JOIN,
+    OP,
+    SPAWN,
+    WAITS,
+    OpWork,
+    Segment,
+    StepWork,
+    Unit,
+)
+
+MS = 1e6
+
+
+def spawn(*units: int) -> list[Segment]:
+    return [Segment(SPAWN, units=(u,)) for u in units]
+
+
+def fan_out(*work_ms: float) -> StepWork:
+    """The main thread schedules one closure per ``work_ms`` (each that much CPU work) and
+    waits for them all, with 1 ms of host time before and after."""
+    closures = tuple(range(1, len(work_ms) + 1))
+    main = Unit(
+        0,
+        True,
+        (
+            Segment(WAITS, 1 * MS, HOST),
+            *spawn(*closures),
+            Segment(JOIN, units=closures),
+            Segment(WAITS, 1 * MS, HOST),
+        ),
+    )
+    units = [Unit(1, False, (Segment(CPU, ms * MS),)) for ms in work_ms]
+    return StepWork(1, 0, (main, *units))
+
+
+def test_closures_queue_for_the_inter_op_threads():
+    two = fan_out(10, 10)
+    assert replay(two, 1, 1, 2, 1).span_ns == pytest.approx(22 * MS)
+    assert replay(two, 1, 2, 2, 1).span_ns == pytest.approx(12 * MS)
+    # host time is what only the main thread's recorded waits held
+    assert replay(two, 1, 2, 2, 1).host_ns == pytest.approx(2 * MS)
+
+
+def test_busy_threads_beyond_the_cores_share_them():
+    # three closures of 10 ms on 2 cores: 30 ms of work at 2 cores' pace
+    assert replay(fan_out(10, 10, 10), 1, 3, 2, 1).span_ns == pytest.approx(17 * MS)
+    # with 3 cores each has its own
+    assert replay(fan_out(10, 10, 10), 1, 3, 3, 1).span_ns == pytest.approx(12 * MS)
+
+
+def one_op(op: OpWork) -> StepWork:
+    main = Unit(0, True, (Segment(OP, op=op),))
+    return StepWork(1, 0, (main,))
+
+
+def test_an_op_spreads_its_parallel_part_over_the_pool_and_its_caller():
+    op = OpWork(serial=2 * MS, handoff=0.5 * MS, parallel=12 * MS, shards=4)
+    # intra 1: inline, no hand-off: 2 + 12
+    assert replay(one_op(op), 1, 1, 8, 2).span_ns == pytest.approx(14 * MS)
+    # intra 2 on 8 cores: the caller and 2 workers: 2 + 0.5 + 12 / 3
+    assert replay(one_op(op), 2, 1, 8, 2).span_ns == pytest.approx(6.5 * MS)
+    # intra 2 on 2 cores: 3 lanes share 2 cores: 2 + 0.5 + 12 / 2
+    assert replay(one_op(op), 2, 1, 2, 2).span_ns == pytest.approx(8.5 * MS)
+
+
+def test_an_op_splits_no_finer_than_its_shards_allow():
+    # one shard recorded at intra 2: at intra 2 its thread and that shard (2 lanes, not 3);
+    # the pool splits it finer as it grows: 1 + 1 x intra / 2 lanes
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=1)
+    assert replay(one_op(op), 2, 1, 8, 2).span_ns == pytest.approx(6 * MS)
+    assert replay(one_op(op), 4, 1, 8, 2).span_ns == pytest.approx(4 * MS)
+    assert replay(one_op(op), 8, 1, 8, 2).span_ns == pytest.approx(12 / 5 * MS)
+
+
+def test_ops_in_their_parallel_part_share_the_eigen_pool():
+    # two closures, each one op of 12 ms parallel work, on intra 2, 8 cores: each gets one
+    # worker beside its own thread: 12 / 2
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=8)
+    main = Unit(0, True, (*spawn(1, 2), Segment(JOIN, units=(1, 2))))
+    units = [Unit(1, False, (Segment(OP, op=op),)), Unit(2, False, (Segment(OP, op=op),))]
+    step = StepWork(1, 0, (main, *units))
+    assert replay(step, 2, 2, 8, 2).span_ns == pytest.approx(6 * MS)
+
+
+def test_a_closure_that_waits_gives_its_thread_back():
+    # inter 1: closure 1 schedules closure 2 and waits for it (a function call op): 2 must
+    # get the only thread, then 1 needs it again for its last 1 ms
+    main = Unit(0, True, (*spawn(1), Segment(JOIN, units=(1, 2))))
+    caller = Unit(
+        1,
+        False,
+        (Segment(CPU, 1 * MS), *spawn(2), Segment(JOIN, units=(2,)), Segment(CPU, 1 * MS)),
+    )
+    callee = Unit(1, False, (Segment(CPU, 5 * MS),))
+    assert replay(StepWork(1, 0, (main, caller, callee)), 1, 1, 2, 1).span_ns == pytest.approx(
+        7 * MS
+    )
+
+
+def test_a_closure_scheduled_elsewhere_starts_when_it_did():
+    main = Unit(0, True, (Segment(WAITS, 2 * MS, HOST),))
+    late = Unit(1, False, (Segment(CPU, 3 * MS),), release_ns=4 * MS)
+    done = replay(StepWork(1, 0, (main, late)), 1, 1, 2, 1)
+    assert done.span_ns == pytest.approx(7 * MS)
+    assert done.host_ns == pytest.approx(2 * MS)  # the wait for the release is not host time
