@@ -144,14 +144,7 @@ def summarize_host(
     """Load and analyse one host's run (in whatever process the executor runs this) and
     reduce it to a ``HostSummary``; a host that cannot be analysed gets its ``error``.
     ``window``, ``warmup_steps``, ``cpus``: as ``tftrace.analyze`` takes them."""
-    base: dict[str, Any] = {"name": name, "path": path}
-    try:
-        analysis = analyse_into(base, window, warmup_steps, cpus)
-        if isinstance(analysis, str):
-            return HostSummary(**base, error=f"no trace to analyse ({analysis})")
-        return summary_of(base, analysis)
-    except Exception as e:
-        return failed(base, e)
+    return summarize_and_keep(name, path, window, warmup_steps, cpus)[0]
 
 
 def summarize_and_keep(

@@ -35,6 +35,13 @@ def trace_window(run: Run) -> tuple[int, int]:
     return int(run.events["start_ns"].min()), int(run.events["end_ns"].max())
 
 
+def python_threads(run: Run) -> np.ndarray:
+    """Keys of the Python threads (main and others): busy inside TF calls and input
+    pipelines too, where a pool's worker is busy only in its regions and ops."""
+    threads = run.threads
+    return threads.loc[threads["pool"].isin([p.value for p in PYTHON_POOLS]), "thread"].to_numpy()
+
+
 def _kind_codes(events: pd.DataFrame, kinds: tuple[EventKind, ...]) -> np.ndarray:
     categories = list(events["kind"].cat.categories)
     wanted = [categories.index(k.value) for k in kinds if k.value in categories]
@@ -55,9 +62,8 @@ def _busy_by_thread(run: Run) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Every thread's busy intervals, from one pass over the events (sorted by thread)."""
     events = run.events
     thread_col = events["thread"].to_numpy()
-    python = run.threads.loc[run.threads["pool"].isin([p.value for p in PYTHON_POOLS]), "thread"]
     mine = np.where(
-        np.isin(thread_col, python.to_numpy()),
+        np.isin(thread_col, python_threads(run)),
         _kind_codes(events, PYTHON_KINDS),
         _kind_codes(events, WORKER_KINDS),
     )

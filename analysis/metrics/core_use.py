@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys
+from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys, python_threads
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.contention import Contention, split_run_queue
 from tftrace.analysis.metrics.cpu_time import process_cumulative
@@ -210,15 +210,10 @@ def _sampler_rates(run: Run, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, 
     return grid, busy, wait
 
 
-def _python_threads(run: Run) -> set[int]:
-    pools = (Pool.PYTHON_MAIN, Pool.PYTHON_OTHER)
-    return {int(t) for p in pools for t in pool_thread_keys(run, p)}
-
-
 def _trace_busy(run: Run, lo: int, hi: int, ops: pd.DataFrame) -> StepFunction:
     """Threads owning work by the trace: worker threads' regions and ops, Python threads' ops
     (not their calls: a thread inside a tf.function call waits for the executor)."""
-    python = _python_threads(run)
+    python = {int(t) for t in python_threads(run)}
     workers = [
         int(t)
         for t, p in zip(run.threads["thread"], run.threads["pool"].astype(str), strict=True)

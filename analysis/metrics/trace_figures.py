@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import PYTHON_POOLS, pool_of_threads, trace_window
+from tftrace.analysis.metrics.busy import pool_of_threads, python_threads, trace_window
 from tftrace.analysis.metrics.concurrency import pool_step_function
 from tftrace.analysis.metrics.intervals import StepFunction
 from tftrace.analysis.metrics.python_time import stack_functions
@@ -92,11 +92,8 @@ class TraceFigures:
 
     @cached_property
     def python_threads(self) -> np.ndarray:
-        """Keys of the Python threads: busy inside TF calls and input pipelines too
-        (``busy.py``), where a pool's worker is busy only in regions and ops."""
-        threads = self.run.threads
-        python = threads["pool"].isin([p.value for p in PYTHON_POOLS])
-        return threads.loc[python, "thread"].to_numpy()
+        """Keys of the Python threads (``busy.python_threads``)."""
+        return python_threads(self.run)
 
     @cached_property
     def python_stacks(self) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import PYTHON_POOLS
+from tftrace.analysis.metrics.busy import python_threads
 from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.memo import per_run
@@ -71,11 +71,6 @@ class Work:
             return None
         firsts = serving.sort_values("start_ns").groupby("name", observed=True).head(calls)
         return int(firsts["end_ns"].max())
-
-
-def _python_threads(run: Run) -> np.ndarray:
-    pools = [p.value for p in PYTHON_POOLS]
-    return run.threads.loc[run.threads["pool"].isin(pools), "thread"].to_numpy()
 
 
 def _top_level(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -191,7 +186,7 @@ def _shape(units: pd.DataFrame) -> str:
 @per_run
 def find_work(run: Run) -> Work:
     """The units of work of the whole trace and the shape they make (see the module doc)."""
-    python = _python_threads(run)
+    python = python_threads(run)
     if run.events.empty or len(python) == 0:
         return Work(pd.DataFrame(columns=list(UNIT_COLUMNS)), NONE, False, "none")
     marked = _marked(run, python)
