@@ -137,6 +137,10 @@ def test_pool_concurrency_per_step(written: tuple[Analysis, Any]) -> None:
         assert [e.step for e in acc.Tensors(tag)] == table["step"].tolist(), tag
         assert [float(v) for v in values(acc, tag)] == pytest.approx(expected, **FLOAT32), tag
         assert plugin_of(acc, tag) == "scalars"
+        # the same figures in `analyze --json`, one record per step
+        records = analysis.to_json()["step_concurrency"]
+        assert [r["step"] for r in records] == table["step"].tolist()
+        assert [r[pool.value] for r in records] == pytest.approx(expected), tag
     # the steps lie inside the window (gaps between them aside): their busy time is part of
     # the pool's, and no step has more threads busy on average than the peak
     inter = analysis.concurrency[ANALYSED_POOLS[0]]
