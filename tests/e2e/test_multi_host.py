@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from multi_host import record_job
+from multi_host import record_clean_job, record_job
 
 import tftrace
 from conftest import NEEDS_QUIET_CORES, SAMPLE_RUN, WORKLOADS, quiet_env
@@ -190,7 +190,7 @@ def _assert_steps_line_up(c) -> None:
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
 def test_a_two_worker_job(tmp_path: Path):
-    done = record_job(tmp_path, "--steps", "12")
+    done = record_clean_job(tmp_path, "--steps", "12")
     assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
     c = analyze_cluster(tmp_path)
     assert [h.name for h in c.hosts] == ["worker-0", "worker-1"] and not c.lost
@@ -205,11 +205,13 @@ def test_a_two_worker_job(tmp_path: Path):
 
 
 # TF's profiler stop itself crashes the delayed worker at its end in about 1 run of 6 (with
-# TF's profiler alone too; docs/many-hosts.md): the reruns of NEEDS_QUIET_CORES cover it.
+# TF's profiler alone too; docs/many-hosts.md): record_clean_job records the job again.
 @pytest.mark.slow
 @NEEDS_QUIET_CORES
 def test_a_straggler_by_construction(tmp_path: Path):
-    done = record_job(tmp_path, "--steps", "12", "--delay-task", "1", "--delay-ms", str(DELAY_MS))
+    done = record_clean_job(
+        tmp_path, "--steps", "12", "--delay-task", "1", "--delay-ms", str(DELAY_MS)
+    )
     assert [d.returncode for d in done] == [0, 0], [d.stderr[-2000:] for d in done]
     out = run_tftrace("analyze", tmp_path, "--json")
     assert out.returncode == 0, out.stderr
@@ -237,7 +239,7 @@ def test_a_worker_sharing_its_core_with_another_process(tmp_path: Path):
         subprocess.Popen([*pin[1], sys.executable, "-c", "while True: pass"]) for _ in range(2)
     ]
     try:
-        done = record_job(tmp_path, "--steps", "20", prefix=pin)
+        done = record_clean_job(tmp_path, "--steps", "20", prefix=pin)
     finally:
         for burner in burners:
             burner.kill()

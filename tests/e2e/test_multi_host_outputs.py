@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from multi_host import record_job
+from multi_host import record_clean_job
 
 import tftrace
 import tftrace.analysis.analyze as analyze_module
@@ -238,15 +238,8 @@ DELAY_MS = 60.0
 
 
 def _record(out: Path, *args: str) -> Path:
-    """The job recorded with both workers ending normally. A worker still dies at times in
-    TensorFlow's teardown after its last step (SIGSEGV, SIGBUS or abort, about 1 run in 4 on
-    the test machine; test_multi_host.py is where recording is tested): up to three tries."""
-    for _ in range(3):
-        shutil.rmtree(out, ignore_errors=True)
-        done = record_job(out, *args)
-        if all(p.returncode == 0 for p in done):
-            return out
-    pytest.fail(f"the job failed three times: {[p.stderr[-1500:] for p in done]}")
+    record_clean_job(out, *args)
+    return out
 
 
 @pytest.fixture(scope="module")
