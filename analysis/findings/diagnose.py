@@ -25,6 +25,7 @@ from tftrace.analysis.findings.contention_rules import (
     tf_data_competes,
 )
 from tftrace.analysis.findings.core_rules import underused_cores
+from tftrace.analysis.findings.crowd_rules import shards_wait_for_cores
 from tftrace.analysis.findings.finding import SEVERITY_ORDER, Finding
 from tftrace.analysis.findings.pool_rules import (
     eigen_spin,
@@ -59,6 +60,7 @@ RULES: tuple[Callable[[Run, Metrics], list[Finding]], ...] = (
     setters_too_late,
     requests_queue_for_inter_op,
     pools_crowd_cores,
+    shards_wait_for_cores,
     one_request_at_a_time,
     other_processes_take_cores,
     steal_time,

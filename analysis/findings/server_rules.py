@@ -8,7 +8,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.findings.evidence import cpu_row, pool_row, severity_for
+from tftrace.analysis.findings.crowd_rules import (
+    CROWD_BLOCKED_CPU_PER_BUSY,
+    CROWD_MIN_INTRA,
+    CROWD_PER_CORE,
+    CROWD_RUN_QUEUE_SHARE,
+    cores_of,
+    inter_op_cpu_per_busy,
+    pool_busy,
+    run_queue_share,
+)
+from tftrace.analysis.findings.evidence import cpu_row, severity_for
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
@@ -19,30 +29,11 @@ if TYPE_CHECKING:
 
 # A request waits for an inter-op thread for at least this share of its latency, on average.
 INTER_OP_WAIT_SHARE = 0.1
-# The pools together keep more threads busy than this many per core ...
-CROWD_PER_CORE = 1.0
-# ... with Eigen workers busy at least this much of the time (the crowd is of two pools) ...
-CROWD_MIN_INTRA = 0.25
-# ... and the process's threads waiting for a core at least this share of the core-time,
-CROWD_RUN_QUEUE_SHARE = 0.1
-# ... or, with a request in flight per core, the inter-op threads on a CPU for less than this
-# share of their busy time: each waits inside its op for the Eigen shards it handed off.
-CROWD_BLOCKED_CPU_PER_BUSY = 0.5
 # One request at a time: fewer than this many in flight on average ...
 ALONE_IN_FLIGHT = 1.2
 # ... on at least this many cores, most of them idle (busy below this share).
 ALONE_MIN_CORES = 4
 ALONE_BUSY_SHARE = 0.5
-
-
-def _cores(run: Run, analysis: Metrics) -> int | None:
-    use = analysis.core_use
-    return use.cores if use is not None and use.cores else run.manifest.usable_cpus
-
-
-def _mean(analysis: Metrics, pool: Pool) -> float:
-    row = pool_row(analysis, pool)
-    return 0.0 if row is None else float(row["mean"])
 
 
 def _wait_share(requests: Requests, category: str) -> float:
@@ -53,14 +44,14 @@ def _wait_share(requests: Requests, category: str) -> float:
 def _crowded(run: Run, analysis: Metrics) -> dict[str, float] | None:
     """The pools' busy threads, summed, against the cores, and the run-queue wait that shows
     it; None when the pools do not crowd the cores."""
-    cores = _cores(run, analysis)
+    cores = cores_of(run, analysis)
     if not cores or analysis.core_use is None:
         return None
-    inter, intra = _mean(analysis, Pool.INTER_OP), _mean(analysis, Pool.INTRA_OP)
-    queued = _run_queue_share(run, analysis)
+    inter, intra = pool_busy(analysis, Pool.INTER_OP), pool_busy(analysis, Pool.INTRA_OP)
+    queued = run_queue_share(run, analysis)
     if inter + intra <= CROWD_PER_CORE * cores or intra < CROWD_MIN_INTRA:
         return None
-    blocked = _inter_op_cpu_per_busy(analysis)
+    blocked = inter_op_cpu_per_busy(analysis)
     waits_for_shards = (
         blocked is not None
         and blocked < CROWD_BLOCKED_CPU_PER_BUSY
@@ -78,23 +69,6 @@ def _crowded(run: Run, analysis: Metrics) -> dict[str, float] | None:
     }
 
 
-def _inter_op_cpu_per_busy(analysis: Metrics) -> float | None:
-    """The inter-op threads' CPU seconds per traced busy second (the OS sampler's); None
-    without it."""
-    row = cpu_row(analysis, Pool.INTER_OP)
-    if row is None or not row["busy_s"] or math.isnan(float(row["cpu_per_busy"])):
-        return None
-    return float(row["cpu_per_busy"])
-
-
-def _run_queue_share(run: Run, analysis: Metrics) -> float | None:
-    """The process's run-queue wait over the window's core-time; None without the sampler."""
-    cores, use = _cores(run, analysis), analysis.core_use
-    if run.samples.empty or use is None or not cores or use.seconds <= 0:
-        return None
-    return use.run_queue_core_s / (cores * use.seconds)
-
-
 def requests_queue_for_inter_op(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: more requests are in flight than there are inter-op threads, so requests wait
     for one, while the cores would have room for one thread per request: the pools do not
@@ -110,10 +84,10 @@ def requests_queue_for_inter_op(run: Run, analysis: Metrics) -> list[Finding]:
     """
     requests = analysis.requests
     size = run.manifest.pool("inter_op").size
-    cores = _cores(run, analysis)
+    cores = cores_of(run, analysis)
     if requests is None or not size or _crowded(run, analysis) is not None:
         return []
-    intra = _mean(analysis, Pool.INTRA_OP)
+    intra = pool_busy(analysis, Pool.INTRA_OP)
     would_crowd = cores is not None and requests.peak_in_flight() + intra > CROWD_PER_CORE * cores
     if intra >= CROWD_MIN_INTRA and would_crowd:
         return []
@@ -236,7 +210,7 @@ def one_request_at_a_time(run: Run, analysis: Metrics) -> list[Finding]:
     ``ALONE_BUSY_SHARE`` of them (kernel CPU time, else the trace).
     """
     requests = analysis.requests
-    cores = _cores(run, analysis)
+    cores = cores_of(run, analysis)
     use = analysis.core_use
     if requests is None or use is None or not cores or cores < ALONE_MIN_CORES:
         return []
@@ -273,7 +247,7 @@ def without_splitting_for_busy_servers(
     its ops only adds Eigen workers to crowded cores (the rules that advise it are written
     for a loop, whose one step at a time leaves cores free)."""
     requests = analysis.requests
-    cores = _cores(run, analysis)
+    cores = cores_of(run, analysis)
     intra = run.manifest.pool("intra_op").size
     if requests is None or not cores or requests.mean_in_flight() < cores:
         return found

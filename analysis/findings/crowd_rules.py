@@ -1,0 +1,116 @@
+"""Threads of the process crowding its cores: the measures the crowd rules share (the pools'
+busy threads, the run-queue wait, the inter-op threads' CPU per busy second), and the rule for
+a loop whose ops hand shards to Eigen workers that wait for a core. A server's form of the
+crowd is ``server_rules.pools_crowd_cores``."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tftrace.analysis.findings.evidence import cpu_row, pool_row, severity_for
+from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+if TYPE_CHECKING:
+    from tftrace.analysis.metrics.measured import Metrics
+
+# The pools together keep more threads busy than this many per core ...
+CROWD_PER_CORE = 1.0
+# ... with Eigen workers busy at least this much of the time (the crowd is of two pools) ...
+CROWD_MIN_INTRA = 0.25
+# ... and the process's threads waiting for a core at least this share of the core-time,
+CROWD_RUN_QUEUE_SHARE = 0.1
+# ... or the inter-op threads on a CPU for less than this share of their busy time: each
+# waits inside its op for the Eigen shards it handed off.
+CROWD_BLOCKED_CPU_PER_BUSY = 0.5
+# A loop's split ops are small when their shards keep fewer than this share of the Eigen
+# pool busy (a pool kept full is splitting large ops, which one thread would run slower).
+SMALL_SHARDS_POOL_SHARE = 0.5
+
+
+def cores_of(run: Run, analysis: Metrics) -> int | None:
+    """The usable cores: the core-use headline's count, else the manifest's."""
+    use = analysis.core_use
+    return use.cores if use is not None and use.cores else run.manifest.usable_cpus
+
+
+def pool_busy(analysis: Metrics, pool: Pool) -> float:
+    """The pool's mean busy threads over the window (0 when it did not run)."""
+    row = pool_row(analysis, pool)
+    return 0.0 if row is None else float(row["mean"])
+
+
+def inter_op_cpu_per_busy(analysis: Metrics) -> float | None:
+    """The inter-op threads' CPU seconds per traced busy second (the OS sampler's); None
+    without it."""
+    row = cpu_row(analysis, Pool.INTER_OP)
+    if row is None or not row["busy_s"] or math.isnan(float(row["cpu_per_busy"])):
+        return None
+    return float(row["cpu_per_busy"])
+
+
+def run_queue_share(run: Run, analysis: Metrics) -> float | None:
+    """The process's run-queue wait over the window's core-time, at most 1 (more threads can
+    wait at once than there are cores); None without the sampler."""
+    cores, use = cores_of(run, analysis), analysis.core_use
+    if run.samples.empty or use is None or not cores or use.seconds <= 0:
+        return None
+    return min(1.0, use.run_queue_core_s / (cores * use.seconds))
+
+
+def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
+    """Premise: a loop's ops each hand shards to Eigen workers and wait for them, while the
+    process's threads already wait for the cores: a shard's worker queues for a core behind
+    them, its op waits for it, and the split buys no core but costs a hand-off each op. One
+    intra-op thread runs each op on its caller (measured on 2 cores: a Keras fit of a small
+    Conv/Dense model fed by tf.data, at intra 2 its inter-op threads on a CPU for 32-48 % of
+    their busy time and the process's threads queued for 31-49 % of the core-time, ran
+    1.29-1.38x faster at intra 1, inter unchanged).
+
+    Checked on the data (the OS sampler's counts): the intra-op pool has more than one
+    thread and its workers were busy at least ``CROWD_MIN_INTRA`` threads on average but
+    under ``SMALL_SHARDS_POOL_SHARE`` of the pool (small shards: a pool kept full is
+    splitting large ops); the inter-op threads were on a CPU for less than
+    ``CROWD_BLOCKED_CPU_PER_BUSY`` of their busy time; and the process's threads waited on a
+    run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time. A server is
+    left to ``pools-crowd-cores``. The claim: with one intra-op thread the step is not slower.
+    """
+    intra_size = run.manifest.pool("intra_op").size
+    if analysis.requests is not None or intra_size is None or intra_size <= 1:
+        return []
+    intra = pool_busy(analysis, Pool.INTRA_OP)
+    blocked = inter_op_cpu_per_busy(analysis)
+    queued = run_queue_share(run, analysis)
+    if (
+        blocked is None
+        or queued is None
+        or not CROWD_MIN_INTRA <= intra < SMALL_SHARDS_POOL_SHARE * intra_size
+        or blocked >= CROWD_BLOCKED_CPU_PER_BUSY
+        or queued < CROWD_RUN_QUEUE_SHARE
+    ):
+        return []
+    inter = pool_busy(analysis, Pool.INTER_OP)
+    return [
+        Finding(
+            "shards-wait-for-cores",
+            severity_for(queued),
+            Pool.INTRA_OP.value,
+            f"The inter-op threads ({inter:.2f} busy) were on a CPU for only {blocked:.0%} of "
+            f"their busy time, each waiting inside its op for the Eigen shards it handed off, "
+            f"while the process's threads waited on a run queue for {queued:.0%} of the "
+            f"core-time: the {intra_size} Eigen workers ({intra:.2f} busy) queue for cores "
+            "instead of adding any.",
+            "Use intra_op_parallelism_threads 1, so that each op runs on the thread that "
+            "calls it, e.g. TF_NUM_INTRAOP_THREADS=1.",
+            {
+                "intra_op_size": intra_size,
+                "intra_op_busy": round(intra, 3),
+                "inter_op_busy": round(inter, 3),
+                "inter_op_cpu_per_busy": round(blocked, 3),
+                "run_queue_share": queued,
+            },
+            setting=AdvisedSetting(1, None, Expect.NOT_SLOWER),
+        )
+    ]
