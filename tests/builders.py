@@ -255,6 +255,13 @@ def sharded_step(k: int, t0: float) -> list[Any]:
     ]
 
 
+def half_covered_step(k: int, t0: float) -> list[Any]:
+    """``sharded_step`` with its shards ending at 6 ms: the op's 6-11 ms is covered by none."""
+    rows = sharded_step(k, t0)
+    stop = [th in (2, 3) and n.endswith("StopRegion") for th, n, *_ in rows]
+    return [(*r[:3], t0 + 6, t0 + 6, *r[5:]) if s else r for r, s in zip(rows, stop, strict=True)]
+
+
 def py_function_step(k: int, t0: float) -> list[Any]:
     """The main thread schedules closure A at 0.5 ms; A (thread 1) runs a tf.py_function op
     from 1 to 19 ms; the call returns at 20."""

@@ -11,6 +11,7 @@ import pytest
 from builders import (
     MS,
     cpu_samples_table,
+    half_covered_step,
     py_function_step,
     sharded_step,
     stepped_run,
@@ -78,3 +79,21 @@ def test_the_callers_share_of_a_core_comes_from_the_os_sampler():
     # too little time covered to say: 3 steps, 30 ms
     few = thread_items(idle, 30 * MS, 90 * MS, 0, 2)
     assert (few.caller_share, few.caller_measured) == (1.0, False)
+
+
+def test_a_split_ops_uncovered_time_off_a_cpu_is_the_pools_cost():
+    """The op (1-11 ms) had shards only until 6 ms. The sampler shows its thread on a CPU
+    for 40 % of its busy time: of the 5 ms no shard covered, 2 ms are serial work and 3 ms
+    the thread waited on the pool, which joins the hand-off (paid only where the op splits).
+    Without samples all 5 ms stay serial."""
+    run = stepped_run([MAIN, INTER, EIGEN, EIGEN], half_covered_step, steps=12, intra=2)
+    plain = thread_items(run, 30 * MS, 360 * MS, 0, 2).items
+    assert plain.loc[plain["what"] == WORK, "serial"].tolist() == pytest.approx([5 * MS] * 11)
+    t = np.arange(0, 361, 1, dtype=np.int64) * MS
+    in_closure = ((t % (30 * MS)) >= 0.5 * MS) & ((t % (30 * MS)) < 11.5 * MS)
+    cpu = np.r_[0, np.cumsum(np.where(in_closure[:-1], 0.4 * MS, 0))].astype(np.int64)
+    sampled = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, cpu))
+    work = thread_items(sampled, 30 * MS, 360 * MS, 0, 2).items
+    work = work[work["what"] == WORK]
+    assert work["serial"].tolist() == pytest.approx([2 * MS] * 11, rel=0.02)
+    assert work["handoff"].tolist() == pytest.approx([3 * MS] * 11, rel=0.02)

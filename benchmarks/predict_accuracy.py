@@ -1,0 +1,450 @@
+"""Does ``tftrace predict`` foresee what each thread setting gives? Each workload of the diagnosis
+corpus (``diagnosis.py``) recorded once at its recorded setting, every setting of its sweep grid
+predicted from that one recording, and the predictions compared with the sweep's measured times.
+
+Figures, per workload and pooled over the corpus, with their targets:
+
+    rank correlation   Spearman's, between predicted and measured step times over the grid;
+                       pooled over every workload's settings, each time divided by its
+                       workload's recorded setting's (predicted and measured alike)   >= 0.9
+    best within 5 %    the setting predicted fastest ran within 5 % of the measured fastest
+                       (by the sweep's medians)                          >= 80 % of workloads
+    speedup error      the median of |predicted speedup / measured speedup - 1| over the
+                       settings other than the recorded one (speedup: over the recorded
+                       setting, > 1 faster)                                          <= 15 %
+    --predict 2        what a sweep of the baseline and the 2 settings predicted best would
+                       save over the whole grid (runs), and whether it recommends what the
+                       whole grid does: the setting that gains >= 10 % beyond noise
+                       (``diagnosis.best_row`` on the same measured rows), or none
+
+A server is not predicted yet (``tftrace.predict`` refuses one): its row says so and it is left
+out of the pooled figures. A workload swept over an environment variable as well
+(blas-beside-pools) is compared on the settings with its recorded value; a run recorded at
+intra-op 1 on the intra-op 1 settings (its ops hold no shards to spread).
+
+Two ways to run:
+
+    predict_accuracy.py --from DIR [DIR ...]
+        score saved diagnosis runs (``diagnosis.py --output DIR``: each NAME/record and the
+        sweeps in DIR/results.json; a later DIR's workload replaces an earlier one's): no
+        workload runs, seconds per workload
+    predict_accuracy.py [--only NAMES] [--repeat N] [--output DIR]
+        record each workload and sweep its grid (diagnosis.py's, without verifications), then
+        score; about 40 minutes on 2 cores for the whole corpus
+
+``--markdown PATH`` writes the table and figures for docs/predict.md, ``--json PATH`` every
+figure. The exit status is 0 whether or not a target is met (``--check``: 1 when one is missed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import diagnosis as d
+import tftrace
+from tftrace.errors import TftraceError
+
+SPEARMAN_TARGET = 0.9
+BEST_WITHIN = 0.05
+BEST_TARGET = 0.8
+ERROR_TARGET = 0.15
+PREDICT_K = 2
+
+
+@dataclass
+class Scored:
+    """One workload: the settings compared (measured and predicted step times, s), or why it
+    was not predicted."""
+
+    name: str
+    recorded: tuple[int, int]
+    settings: list[dict[str, Any]] = field(default_factory=list)
+    skipped: str | None = None
+    recommended: str | None = None  # the whole grid's recommendation ("keep": none)
+    predicted_recommendation: str | None = None  # a --predict K sweep's
+    grid_size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.settings)
+
+    def spearman(self) -> float | None:
+        f = self.frame
+        if len(f) < 3 or f["measured_s"].nunique() < 2 or f["predicted_s"].nunique() < 2:
+            return None
+        return float(f["predicted_s"].corr(f["measured_s"], method="spearman"))
+
+    def best_within(self) -> bool | None:
+        f = self.frame
+        if f.empty:
+            return None
+        picked = f.loc[f["predicted_s"].idxmin(), "measured_s"]
+        return bool(picked <= (1 + BEST_WITHIN) * f["measured_s"].min())
+
+    def errors(self) -> list[float]:
+        f = self.frame
+        if f.empty:
+            return []
+        others = f[~f["recorded"]]
+        return [abs(p / m - 1) for p, m in zip(others["pred_speedup"], others["meas_speedup"])]
+
+    def reaches(self) -> bool | None:
+        if self.recommended is None or self.predicted_recommendation is None:
+            return None
+        return self.recommended == self.predicted_recommendation
+
+
+def score(outcome: d.Outcome, record: Path) -> Scored:
+    """Predict ``outcome``'s swept settings from its recording and compare."""
+    s = Scored(outcome.name, outcome.recorded)
+    table = outcome.table
+    if table is None:
+        s.skipped = "no sweep"
+        return s
+    rows = _rows_at_recorded_env(table, outcome.env)
+    s.grid_size = len(table)
+    try:
+        run = tftrace.load(record)
+        rec_intra = run.manifest.pool("intra_op").size
+        intras = sorted({int(v) for v in rows["intra"]})
+        if rec_intra == 1:
+            intras = [1]
+            s.notes.append("recorded at intra-op 1: the intra-op 1 settings only")
+        started = time.monotonic()
+        guess = tftrace.predict(run, intra=intras, inter=sorted({int(v) for v in rows["inter"]}))
+        s.notes.append(f"predicted in {time.monotonic() - started:.1f} s")
+    except TftraceError as e:
+        s.skipped = str(e).removeprefix("predict: ")
+        return s
+    base = d.lookup(rows, outcome.recorded)
+    if base is None:
+        s.skipped = "the recorded setting is not in the sweep"
+        return s
+    recorded = guess.setting(*outcome.recorded)
+    for _, row in rows.iterrows():
+        key = (int(row["intra"]), int(row["inter"]))
+        if key[0] not in intras:
+            continue
+        p = guess.setting(*key)
+        s.settings.append(
+            {
+                "intra": key[0],
+                "inter": key[1],
+                "recorded": key == tuple(outcome.recorded),
+                "measured_s": float(row["median_s"]),
+                "predicted_s": p.step_ms / 1e3,
+                "meas_speedup": float(base["median_s"] / row["median_s"]),
+                "pred_speedup": p.speedup / recorded.speedup,
+                "basis": p.basis,
+                "reason": p.reason,
+            }
+        )
+    s.recommended = _recommendation(rows, outcome.recorded)
+    s.predicted_recommendation = _recommendation(_predicted_k(rows, s, PREDICT_K), outcome.recorded)
+    return s
+
+
+def _rows_at_recorded_env(table: pd.DataFrame, env: d.Knobs) -> pd.DataFrame:
+    rows = table
+    for name, value in env:
+        if name in rows.columns:
+            rows = rows[rows[name].astype(str) == value]
+    return rows.reset_index(drop=True)
+
+
+def _recommendation(rows: pd.DataFrame, recorded: tuple[int, int]) -> str:
+    """What a sweep of ``rows`` recommends: the setting that gains beyond noise, or keep."""
+    pick, _, gained = d.best_row(rows, recorded)
+    return d.label(d._key(pick)) if gained else "keep"
+
+
+def _predicted_k(rows: pd.DataFrame, s: Scored, k: int) -> pd.DataFrame:
+    """The measured rows a ``--predict k`` sweep would have run: the recorded setting and
+    the ``k`` others predicted fastest."""
+    f = s.frame
+    others = f[~f["recorded"]].nsmallest(k, "predicted_s")
+    keep = {tuple(s.recorded)} | {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"])}
+    mask = [(int(a), int(e)) in keep for a, e in zip(rows["intra"], rows["inter"])]
+    return rows[mask].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooled figures
+
+
+def pooled_spearman(scored: Sequence[Scored]) -> float | None:
+    """Spearman over every compared setting, each time over its workload's recorded one."""
+    parts = []
+    for s in scored:
+        f = s.frame
+        if f.empty or not f["recorded"].any():
+            continue
+        rec = f[f["recorded"]].iloc[0]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "m": f["measured_s"] / rec["measured_s"],
+                    "p": f["predicted_s"] / rec["predicted_s"],
+                }
+            )
+        )
+    if not parts:
+        return None
+    both = pd.concat(parts)
+    return float(both["p"].corr(both["m"], method="spearman")) if len(both) >= 3 else None
+
+
+def figures(scored: Sequence[Scored]) -> dict[str, Any]:
+    predicted = [s for s in scored if s.skipped is None and s.settings]
+    best = [s.best_within() for s in predicted]
+    errors = [e for s in predicted for e in s.errors()]
+    reached = [s.reaches() for s in predicted if s.reaches() is not None]
+    grid = sum(s.grid_size for s in predicted)
+    runs_k = sum(min(s.grid_size, PREDICT_K + 1) for s in predicted)
+    return {
+        "workloads": len(scored),
+        "predicted": len(predicted),
+        "spearman": pooled_spearman(predicted),
+        "best_within": (sum(bool(b) for b in best), len(best)),
+        "median_error": float(pd.Series(errors).median()) if errors else None,
+        "predict_k": PREDICT_K,
+        "runs_saved": (grid - runs_k, grid),
+        "reached": (sum(reached), len(reached)),
+    }
+
+
+def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
+    """Each target as a line and whether it passed (None: nothing to judge)."""
+
+    def verdict(ok: bool | None) -> str:
+        return "n/a" if ok is None else "PASS" if ok else "**FAIL**"
+
+    rho = f["spearman"]
+    ok_rho = None if rho is None else rho >= SPEARMAN_TARGET
+    hits, n = f["best_within"]
+    ok_best = None if not n else hits / n >= BEST_TARGET
+    err = f["median_error"]
+    ok_err = None if err is None else err <= ERROR_TARGET
+    saved, grid = f["runs_saved"]
+    reached, judged = f["reached"]
+    return [
+        (
+            f"rank correlation (pooled): {_num(rho)}  target >= {SPEARMAN_TARGET}: "
+            f"{verdict(ok_rho)}",
+            ok_rho,
+        ),
+        (
+            f"best within {BEST_WITHIN:.0%}: {hits} of {n}"
+            + (f" ({hits / n:.0%})" if n else "")
+            + f"  target >= {BEST_TARGET:.0%}: {verdict(ok_best)}",
+            ok_best,
+        ),
+        (
+            f"median speedup error: {_pct(err)}  target <= {ERROR_TARGET:.0%}: {verdict(ok_err)}",
+            ok_err,
+        ),
+        (
+            f"--predict {f['predict_k']}: {saved} of {grid} settings' runs saved"
+            + (f" ({saved / grid:.0%})" if grid else "")
+            + f"; the whole grid's recommendation reached in {reached} of {judged}",
+            None,
+        ),
+        (f"predicted: {f['predicted']} of {f['workloads']} workloads", None),
+    ]
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+HEADER = ("workload", "recorded", "settings", "spearman", "best (pred / meas)", "within 5%?",
+          "median error", "grid says", "--predict 2 says")  # fmt: skip
+
+
+def rows(scored: Sequence[Scored]) -> list[tuple[str, ...]]:
+    body = []
+    for s in scored:
+        rec = d.label(s.recorded)
+        if s.skipped is not None:
+            body.append((s.name, rec, "-", "-", f"not predicted: {s.skipped}", "-", "-", "-", "-"))
+            continue
+        f = s.frame
+        pred = f.loc[f["predicted_s"].idxmin()]
+        meas = f.loc[f["measured_s"].idxmin()]
+        errors = s.errors()
+        best = (
+            f"{d.label((int(pred['intra']), int(pred['inter'])))} / "
+            f"{d.label((int(meas['intra']), int(meas['inter'])))}"
+        )
+        body.append(
+            (
+                s.name,
+                rec,
+                str(len(f)),
+                _num(s.spearman()),
+                best,
+                d._yes(s.best_within()),
+                _pct(float(pd.Series(errors).median()) if errors else None),
+                s.recommended or "-",
+                s.predicted_recommendation or "-",
+            )
+        )
+    return body
+
+
+def detail(scored: Sequence[Scored]) -> list[str]:
+    """Each compared setting's predicted and measured speedup, per workload."""
+    lines = []
+    for s in scored:
+        if s.skipped is not None or not s.settings:
+            continue
+        cells = ", ".join(
+            f"{d.label((r['intra'], r['inter']))} {r['pred_speedup']:.2f}/{r['meas_speedup']:.2f}"
+            for r in s.settings
+            if not r["recorded"]
+        )
+        lines.append(f"- {s.name} (predicted/measured speedup): {cells}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def from_saved(dirs: Sequence[Path]) -> list[Scored]:
+    """Score the diagnosis runs saved under ``dirs`` (each with results.json)."""
+    by_name: dict[str, tuple[d.Outcome, Path]] = {}
+    for folder in dirs:
+        data = json.loads((folder / "results.json").read_text())
+        for w in data["workloads"]:
+            by_name[w["name"]] = (d.from_json(w), folder / w["name"] / "record")
+    return [_safe_score(o, record) for o, record in by_name.values()]
+
+
+def _safe_score(outcome: d.Outcome, record: Path) -> Scored:
+    d._say(f"{outcome.name}: predict from {record}")
+    try:
+        return score(outcome, record)
+    except Exception as e:  # one workload's bug is its row, not the end of the benchmark
+        traceback.print_exc(file=sys.stderr)
+        return Scored(outcome.name, outcome.recorded, skipped=f"{type(e).__name__}: {e}")
+
+
+def record_and_sweep(w: d.Workload, cpus: int, repeat: int, out: Path) -> d.Outcome:
+    """``diagnosis.run_one`` without the verifications: record once, sweep the grid."""
+    outcome = d.Outcome(w.name, w.recorded, objective=w.objective, env=w.env)
+    env = {
+        **d.RECORD_ENV,
+        "TF_NUM_INTRAOP_THREADS": str(w.intra),
+        "TF_NUM_INTEROP_THREADS": str(w.inter),
+        **dict(w.env),
+    }
+    burner = d._start_burner(out) if w.beside else None
+    try:
+        rec = tftrace.record(
+            w.script, list(w.args), output=out / "record", pyspy=False, env=env, echo=False
+        )
+        if rec.exit_code != 0:
+            outcome.errors.append(f"the workload exited with {rec.exit_code}")
+        d._sweep(w, cpus, repeat, out, outcome)
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+    return outcome
+
+
+def run_corpus(names: list[str] | None, repeat: int, out: Path) -> list[Scored]:
+    cpus = len(os.sched_getaffinity(0))
+    entries = [w for w in d.corpus(cpus) if names is None or w.name in names]
+    scored = []
+    for i, w in enumerate(entries, 1):
+        d._say(f"[{i}/{len(entries)}] {w.name}: record and sweep (repeat {repeat})")
+        outcome = record_and_sweep(w, cpus, repeat, out / w.name)
+        scored.append(_safe_score(outcome, out / w.name / "record"))
+    return scored
+
+
+def markdown(scored: Sequence[Scored], lines: Sequence[str], source: str) -> str:
+    return "\n".join(
+        [
+            f"- CPU: {d.cpu_model()}; usable cores: {len(os.sched_getaffinity(0))}; "
+            f"TensorFlow {d.tf_version()}",
+            f"- tftrace: {d.source_version()}; {source}",
+            "",
+            d.markdown_table(HEADER, rows(scored)),
+            "",
+            *[f"- {line}" for line in lines],
+            "",
+            *detail(scored),
+            "",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="saved", type=Path, nargs="+", metavar="DIR",
+                        help="score saved diagnosis runs (diagnosis.py --output DIR)")
+    parser.add_argument("--only", help="comma-separated workload names (when running)")
+    parser.add_argument("--repeat", type=int, default=d.DEFAULT_REPEAT,
+                        help="timed runs per setting in a sweep (when running)")
+    parser.add_argument("--output", type=Path, help="directory for the runs (when running)")
+    parser.add_argument("--markdown", type=Path, help="write the table and figures here")
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)  # fmt: skip
+    if args.saved:
+        missing = [p for p in args.saved if not (p / "results.json").is_file()]
+        if missing:
+            parser.error(f"{missing[0]}: no results.json (give diagnosis.py's --output folder)")
+        scored = from_saved(args.saved)
+        source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
+    else:
+        names = [n.strip() for n in args.only.split(",")] if args.only else None
+        known = [w.name for w in d.corpus(len(os.sched_getaffinity(0)))]
+        unknown = [n for n in names or [] if n not in known]
+        if unknown:
+            parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        out = args.output or Path(tempfile.mkdtemp(prefix="tftrace-predict-"))
+        scored = run_corpus(names, args.repeat, out)
+        source = f"recorded and swept here (repeat {args.repeat}), runs in {out}"
+    found = figures(scored)
+    lines = judgements(found)
+    print(d.text_table(HEADER, rows(scored)))
+    print()
+    for line, _ in lines:
+        print(line)
+    print()
+    print("\n".join(detail(scored)))
+    if args.markdown:
+        args.markdown.write_text(markdown(scored, [line for line, _ in lines], source))
+        print(f"wrote {args.markdown}")
+    if args.json:
+        args.json.write_text(
+            json.dumps({"figures": found, "workloads": [asdict(s) for s in scored]}, indent=2)
+        )
+    missed = any(ok is False for _, ok in lines)
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
