@@ -1,0 +1,93 @@
+"""The prediction accuracy benchmark's scoring on hand-built data: rank correlation, the best
+setting within 5 %, the speedup error, and what a --predict 2 sweep would have recommended."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from conftest import load_benchmark
+
+pa = load_benchmark("predict_accuracy")
+
+
+def scored(name, recorded, rows):
+    """rows: (intra, inter, measured s, predicted s); speedups over the recorded setting."""
+    rec = next(r for r in rows if (r[0], r[1]) == recorded)
+    settings = [
+        {
+            "intra": a,
+            "inter": e,
+            "recorded": (a, e) == recorded,
+            "measured_s": m,
+            "predicted_s": p,
+            "meas_speedup": rec[2] / m,
+            "pred_speedup": rec[3] / p,
+            "basis": "calibrated",
+            "reason": "cores",
+        }
+        for a, e, m, p in rows
+    ]
+    return pa.Scored(name, recorded, settings)
+
+
+# Recorded 2/2 at 10 ms (predicted 10); 1/2 measured 5 ms, predicted 6 (speedup 1.67 for 2.0:
+# 17 % off); 1/1 measured 20, predicted 20 (0 %); 2/1 measured 11, predicted 12 (0.83 for
+# 0.91: 8 % off). The same order predicted as measured.
+GRID = [(2, 2, 0.010, 0.010), (1, 2, 0.005, 0.006), (1, 1, 0.020, 0.020), (2, 1, 0.011, 0.012)]
+GOOD = scored("good", (2, 2), GRID)
+# The model picks 2/1 (predicted 8 ms), which measured 12: 1/2 (measured 5) is the best.
+WRONG = scored("wrong", (2, 2), [(2, 2, 0.010, 0.010), (1, 2, 0.005, 0.012),
+                                 (2, 1, 0.012, 0.008)])  # fmt: skip
+
+
+def test_rank_correlation_and_the_best_setting_per_workload():
+    assert GOOD.spearman() == pytest.approx(1.0)
+    assert GOOD.best_within() is True  # 1/2, predicted and measured fastest
+    # predicted 2/1, 2/2, 1/2 against measured 1/2, 2/2, 2/1
+    assert WRONG.spearman() == pytest.approx(-1.0)
+    assert WRONG.best_within() is False  # 2/1 ran 12 ms, 2.4x the best
+
+
+def test_the_speedup_error_leaves_the_recorded_setting_out():
+    # |(10/6)/(10/5) - 1|, |1 - 1|, |(10/12)/(10/11) - 1|
+    assert sorted(GOOD.errors()) == pytest.approx([0.0, 1 / 12, 1 / 6])
+
+
+def test_pooled_rank_correlation_is_over_times_relative_to_the_recorded_setting():
+    # a workload ten times slower with the same shape ranks as one
+    slow = scored("slow", (2, 2), [(a, e, 10 * m, 10 * p) for a, e, m, p in GRID])
+    assert pa.pooled_spearman([GOOD, slow]) == pytest.approx(1.0)
+    assert pa.pooled_spearman([GOOD, WRONG]) < 0.9
+    assert pa.pooled_spearman([]) is None
+
+
+def test_a_predict_2_sweep_runs_the_recorded_and_the_two_predicted_best():
+    rows = pd.DataFrame(
+        [
+            {"intra": a, "inter": e, "runs": 5, "median_s": m, "min_s": m * 0.99,
+             "max_s": m * 1.01}
+            for a, e, m, _ in GRID
+        ]
+    )  # fmt: skip
+    picked = pa._predicted_k(rows, GOOD, 2)
+    assert sorted(zip(picked["intra"], picked["inter"], strict=True)) == [(1, 2), (2, 1), (2, 2)]
+    # the whole grid and the three runs recommend the same: 1/2, 2x faster beyond noise
+    assert pa._recommendation(rows, (2, 2)) == pa._recommendation(picked, (2, 2)) == "1/2"
+
+
+def test_figures_and_their_verdicts():
+    skipped = pa.Scored("server", (2, 2), skipped="this run is a server")
+    for s in (GOOD, WRONG, skipped):
+        s.grid_size = 6
+    GOOD.recommended, GOOD.predicted_recommendation = "1/2", "1/2"
+    WRONG.recommended, WRONG.predicted_recommendation = "1/2", "keep"
+    f = pa.figures([GOOD, WRONG, skipped])
+    assert (f["workloads"], f["predicted"]) == (3, 2)
+    assert f["best_within"] == (1, 2)
+    assert f["runs_saved"] == (6, 12)  # 3 of 6 settings run, per workload predicted
+    assert f["reached"] == (1, 2)
+    lines = dict(pa.judgements(f))
+    best = next(line for line in lines if line.startswith("best within"))
+    assert lines[best] is False and "**FAIL**" in best
+    assert any(line.startswith("predicted: 2 of 3") for line in lines)
