@@ -12,7 +12,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -23,6 +23,9 @@ from tftrace.analysis.metrics.python_time import PYTHON_MATTERS_SHARE, PythonTim
 from tftrace.analysis.metrics.window import STEADY, WindowArg
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.progress import ANALYZE_STAGES, stage
+
+if TYPE_CHECKING:
+    from tftrace.analysis.predict.result import Prediction
 
 __all__ = ["Analysis", "Metrics", "analyze", "measure"]
 
@@ -40,6 +43,9 @@ class Analysis(Metrics):
       (py-spy), py-spy's error share, and whether Python time matters in the window.
     - ``not_checked``: one line per rule the run lacks the data for (a bare trace has no OS
       sampler, no manifest, and no CPU count unless ``cpus`` gives it).
+    - ``prediction``: each pool setting a sweep would try, predicted from the trace, and
+      ``prediction_note``, why there is none; both None until asked for
+      (``tftrace.with_predictions``, ``tftrace analyze --predict``).
 
     In Jupyter an Analysis shows itself as the report's tables; ``print(analysis)`` gives the
     terminal report; ``analysis.to_json()`` the figures as JSON values. Example::
@@ -52,6 +58,8 @@ class Analysis(Metrics):
     findings: tuple[Finding, ...] = ()
     python_time: PythonTime | None = None
     not_checked: tuple[str, ...] = ()
+    prediction: Prediction | None = None
+    prediction_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Every figure as plain JSON values (what ``tftrace analyze --json`` prints)."""
@@ -95,6 +103,8 @@ class Analysis(Metrics):
             "missing": self.run.missing,
             # figures computed for the outputs, after the keys scripts already read
             "step_concurrency": records(self.step_concurrency),
+            "prediction": self.prediction.to_json() if self.prediction else None,
+            "prediction_note": self.prediction_note,
         }
 
     def __repr__(self) -> str:

@@ -51,9 +51,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import diagnosis as d
 import pandas as pd
 
-import diagnosis as d
 import tftrace
 from tftrace.errors import TftraceError
 
@@ -100,7 +100,8 @@ class Scored:
         if f.empty:
             return []
         others = f[~f["recorded"]]
-        return [abs(p / m - 1) for p, m in zip(others["pred_speedup"], others["meas_speedup"])]
+        pairs = zip(others["pred_speedup"], others["meas_speedup"], strict=True)
+        return [abs(p / m - 1) for p, m in pairs]
 
     def reaches(self) -> bool | None:
         if self.recommended is None or self.predicted_recommendation is None:
@@ -177,8 +178,9 @@ def _predicted_k(rows: pd.DataFrame, s: Scored, k: int) -> pd.DataFrame:
     the ``k`` others predicted fastest."""
     f = s.frame
     others = f[~f["recorded"]].nsmallest(k, "predicted_s")
-    keep = {tuple(s.recorded)} | {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"])}
-    mask = [(int(a), int(e)) in keep for a, e in zip(rows["intra"], rows["inter"])]
+    keep = {tuple(s.recorded)}
+    keep |= {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"], strict=True)}
+    mask = [(int(a), int(e)) in keep for a, e in zip(rows["intra"], rows["inter"], strict=True)]
     return rows[mask].reset_index(drop=True)
 
 
@@ -402,11 +404,21 @@ def markdown(scored: Sequence[Scored], lines: Sequence[str], source: str) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--from", dest="saved", type=Path, nargs="+", metavar="DIR",
-                        help="score saved diagnosis runs (diagnosis.py --output DIR)")
+    parser.add_argument(
+        "--from",
+        dest="saved",
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="score saved diagnosis runs (diagnosis.py --output DIR)",
+    )
     parser.add_argument("--only", help="comma-separated workload names (when running)")
-    parser.add_argument("--repeat", type=int, default=d.DEFAULT_REPEAT,
-                        help="timed runs per setting in a sweep (when running)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=d.DEFAULT_REPEAT,
+        help="timed runs per setting in a sweep (when running)",
+    )
     parser.add_argument("--output", type=Path, help="directory for the runs (when running)")
     parser.add_argument("--markdown", type=Path, help="write the table and figures here")
     parser.add_argument("--json", type=Path, help="write every figure here")

@@ -166,6 +166,32 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class PredictedGain:
+    """A finding's advised pool sizes predicted from the trace (``tftrace.predict``): the
+    ``speedup`` over the run's own setting (> 1: faster; None: not predicted) and its
+    ``basis`` (recorded, calibrated, or an extrapolation and why; where not predicted, why
+    not). Example::
+
+        for f in tftrace.with_predictions(run, analysis).findings:
+            if f.predicted and f.predicted.speedup:
+                print(f.id, f"{f.predicted.speedup:.2f}x", f.predicted.basis)
+    """
+
+    speedup: float | None
+    basis: str
+
+    def label(self) -> str:
+        """``1.91x (calibrated)``, or ``none (why)``."""
+        if self.speedup is None:
+            return f"none ({self.basis})"
+        return f"{self.speedup:.2f}x ({self.basis})"
+
+    def to_json(self) -> dict[str, Any]:
+        speedup = None if self.speedup is None else round(self.speedup, 4)
+        return {"speedup": speedup, "basis": self.basis}
+
+
+@dataclass(frozen=True)
 class Finding:
     """What a rule found: a stable ``id`` (e.g. ``"ops-run-inline"``), its ``severity``, the
     ``pool`` it concerns (None for the whole process), a one-sentence ``message`` with the
@@ -174,7 +200,8 @@ class Finding:
     ids of findings of the same run that explain the same time as its cause (empty when it
     stands on its own; ``diagnose`` sets it and puts the causes first). Where the action is a
     thread setting, ``setting`` says it machine-readably; ``verification`` is what running it
-    showed (``tftrace.verify``), None until then.
+    showed (``tftrace.verify``), None until then, and ``predicted`` what the trace predicts
+    of it (``tftrace.with_predictions``), None until asked.
 
     Example::
 
@@ -192,6 +219,7 @@ class Finding:
     consequence_of: tuple[str, ...] = ()
     setting: AdvisedSetting | None = None
     verification: Verification | None = None
+    predicted: PredictedGain | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The finding as plain JSON values (as ``tftrace analyze --json`` prints it)."""
@@ -206,4 +234,5 @@ class Finding:
             "consequence_of": list(self.consequence_of),
             "setting": self.setting.to_json() if self.setting else None,
             "verification": self.verification.to_json() if self.verification else None,
+            "predicted": self.predicted.to_json() if self.predicted else None,
         }

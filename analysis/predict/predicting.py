@@ -69,6 +69,7 @@ def predict(
     cpus: int | None = None,
     window: WindowArg = STEADY,
     warmup_steps: int = 1,
+    reasons: bool = True,
 ) -> Prediction:
     """Predict the mean step time of each setting of ``intra`` x ``inter`` pool sizes from
     ``run`` (a loop's steps), on the CPUs it was recorded with (``cpus``: where the run does
@@ -78,6 +79,8 @@ def predict(
         intra, inter: the pool sizes to predict (default: those a sweep would try, 1, 2,
             4, ... up to the CPUs and one beyond; intra-op 1 alone for a run recorded at 1).
         window, warmup_steps: the steps replayed, as ``tftrace.analyze`` takes them.
+        reasons: find what binds each setting (three more replays of it: one resource
+            doubled each); without, each ``reason`` is "" and ``gains`` empty.
 
     Returns:
         A ``Prediction``: one ``SettingPrediction`` per setting (step time, speedup, what
@@ -132,11 +135,15 @@ def predict(
         for k in inters:
             span_ns = replays.span(i, k)
             speedup = base / span_ns if span_ns > 0 else 1.0
-            gains = {
-                INTER_OP: replays.gain(i, k, (i, 2 * k, 1)),
-                EIGEN: replays.gain(i, k, (2 * i, k, 1)),
-                CORES: replays.gain(i, k, (i, k, 2)),
-            }
+            gains = (
+                {
+                    INTER_OP: replays.gain(i, k, (i, 2 * k, 1)),
+                    EIGEN: replays.gain(i, k, (2 * i, k, 1)),
+                    CORES: replays.gain(i, k, (i, k, 2)),
+                }
+                if reasons
+                else {}
+            )
             host_share = replays.host(i, k) / span_ns if span_ns > 0 else 0.0
             settings.append(
                 SettingPrediction(
@@ -144,7 +151,7 @@ def predict(
                     k,
                     recorded_ms / speedup,
                     speedup,
-                    _reason(gains, host_share),
+                    _reason(gains, host_share) if reasons else "",
                     gains,
                     host_share,
                     _basis(i, k, rec_intra, rec_inter, cores),

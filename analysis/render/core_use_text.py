@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
 
 HEADERS = ("idle core-time went to", "core-s", "share")
+# A predicted setting is named as the best only this much faster: below, the replay's own
+# rounding and the steps it samples decide (docs/predict.md).
+PREDICTED_GAIN = 1.02
 
 
 def headline(analysis: Analysis) -> list[str]:
@@ -37,7 +40,32 @@ def headline(analysis: Analysis) -> list[str]:
             f"thread settings could make this window at most {use.max_speedup:.1f}x faster "
             f"({use.fixed_share:.0%} of it is Python or input waits, which no setting shortens)"
         )
+    lines += predicted_lines(analysis)
     return lines
+
+
+def predicted_lines(analysis: Analysis) -> list[str]:
+    """The setting predicted best from the trace, under the bound as its ceiling; or why
+    none was predicted. Nothing unless predictions were asked for."""
+    guess = analysis.prediction
+    if guess is None:
+        note = analysis.prediction_note
+        return [f"predicted: none ({note})"] if note else []
+    best = guess.best()
+    use = analysis.core_use
+    ceiling = ""
+    if use is not None and use.max_speedup is not None:
+        ceiling = f"; the bound above is its ceiling ({use.max_speedup:.1f}x)"
+    if best.recorded or best.speedup < PREDICTED_GAIN:
+        return [
+            f"predicted: none of {len(guess.settings)} settings is {PREDICTED_GAIN - 1:.0%} "
+            f"faster than the run's own (intra {guess.recorded_intra}, inter "
+            f"{guess.recorded_inter}){ceiling}"
+        ]
+    return [
+        f"predicted best: intra {best.intra}, inter {best.inter}: {best.speedup:.2f}x faster "
+        f"({best.basis}; {len(guess.settings)} settings predicted){ceiling}"
+    ]
 
 
 def cause_rows(analysis: Analysis) -> list[tuple[str, str, str]]:

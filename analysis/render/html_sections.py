@@ -170,6 +170,15 @@ def _verification(check: object) -> str:
     )
 
 
+def _predicted(gain: object) -> str:
+    """A finding's advised setting as the trace predicts it."""
+    if gain is None:
+        return ""
+    label = getattr(gain, "label", None)
+    text = label() if callable(label) else fmt(gain)
+    return f'<div class="predicted">predicted from the trace: {esc(str(text))}</div>'
+
+
 def finding(finding: object) -> str:
     severity = attr(finding, "severity")
     evidence = getattr(finding, "evidence", None) or {}
@@ -191,6 +200,7 @@ def finding(finding: object) -> str:
             if causes
             else ""
         )
+        + _predicted(getattr(finding, "predicted", None))
         + _verification(getattr(finding, "verification", None))
         + (html_table(Table("", ("evidence", "value"), rows, text_columns=2)) if rows else "")
         + "</div>"

@@ -61,6 +61,8 @@ def _render_findings(console: Console, findings: Sequence[Finding]) -> None:
         say(console, f"  -> {f.action}")
         if f.consequence_of:
             say(console, f"  (a consequence of {', '.join(f.consequence_of)}: act on that first)")
+        if f.predicted:
+            say(console, f"  predicted from the trace: {f.predicted.label()}")
         if f.verification:
             said = f"  verified: {f.verification.status.value}: {f.verification.reason}"
             say(console, said)

@@ -15,6 +15,7 @@ The front door, in the order the data flows::
     best = tftrace.sweep("train.py", intra="1,2,4")  # time several thread settings
     change = tftrace.diff(run, tftrace.load("runs/other"))  # what changed, and is it real
     guess = tftrace.predict(run, intra=(1, 2, 4))  # each setting's step time, not run
+    told = tftrace.with_predictions(run, analysis)  # each finding's advice, predicted
     job = tftrace.analyze_cluster("runs/job")  # hosts of a distributed job: the straggler
     jobs = tftrace.diff_clusters("runs/job", "runs/job2")  # two jobs, host by host
 
@@ -53,6 +54,8 @@ _LAZY = {
     "diff": "tftrace.analysis.diff",
     "predict": "tftrace.analysis.predict",
     "Prediction": "tftrace.analysis.predict",
+    "with_predictions": "tftrace.analysis.predict.advice",
+    "PredictedGain": "tftrace.analysis.findings.finding",
     "RunDiff": "tftrace.analysis.diff",
     "analyze_cluster": "tftrace.analysis.cluster",
     "ClusterAnalysis": "tftrace.analysis.cluster",
@@ -66,6 +69,7 @@ __all__ = [
     "Analysis",
     "ClusterAnalysis",
     "Finding",
+    "PredictedGain",
     "Prediction",
     "Profile",
     "RecordResult",
@@ -88,6 +92,7 @@ __all__ = [
     "serve",
     "sweep",
     "verify",
+    "with_predictions",
 ]
 
 if TYPE_CHECKING:
@@ -95,9 +100,16 @@ if TYPE_CHECKING:
     from tftrace.analysis.cluster import ClusterAnalysis, analyze_cluster
     from tftrace.analysis.cluster.diff import diff_clusters
     from tftrace.analysis.diff import RunDiff, diff
-    from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Verification
+    from tftrace.analysis.findings.finding import (
+        AdvisedSetting,
+        Finding,
+        PredictedGain,
+        Severity,
+        Verification,
+    )
     from tftrace.analysis.model.run import Run, load
     from tftrace.analysis.predict import Prediction, predict
+    from tftrace.analysis.predict.advice import with_predictions
     from tftrace.analysis.sweep.outcome import SweepResult
     from tftrace.analysis.sweep.session import sweep
     from tftrace.analysis.sweep.verify import verify

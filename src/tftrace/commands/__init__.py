@@ -140,6 +140,7 @@ def refuse_for_hosts(command: str, ns: argparse.Namespace, *flags: str) -> None:
     why = {
         "session": "--session picks a profile session of one run; DIR holds hosts",
         "verify": "--verify takes one run; run it on a host's directory",
+        "predict": "--predict takes one run; run it on a host's directory",
     }
     for flag in flags:
         if getattr(ns, flag, None) not in (None, False):

@@ -1,5 +1,7 @@
 """``tftrace analyze RUN``: findings, pools, concurrency, queue delay, CPU truth, breakdown, ops,
-steps; with ``--verify``, each finding's advised setting timed beside the run's own."""
+steps; with ``--predict``, each finding's advised setting and the best setting predicted from
+the trace; with ``--verify``, each advised setting timed beside the run's own (and
+predicted)."""
 
 from __future__ import annotations
 
@@ -27,11 +29,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_analysis_arguments(parser, "the figures and findings cover")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
+        "--predict",
+        action="store_true",
+        help="predict from the trace each finding's advised pool sizes and the best of the "
+        "sizes a sweep would try, without running them (tftrace predict's model; seconds on "
+        "a large trace)",
+    )
+    parser.add_argument(
         "--verify",
         action="store_true",
         help="re-run the recorded workload with each finding's advised setting (pool sizes, "
         "environment variables, CPUs) beside the run's own (fresh, interleaved, timed runs, "
-        "kept in RUN/verify) and mark the finding confirmed or not, with the measured speedup",
+        "kept in RUN/verify) and mark the finding confirmed or not, with the measured speedup "
+        "beside the predicted one",
     )
     parser.add_argument(
         "--verify-repeat",
@@ -60,6 +70,8 @@ def run(ns: argparse.Namespace) -> int:
     if ns.dask:
         raise CliError(f"--dask is for a directory of hosts; {ns.run} is one run")
     analysis = analyze_run(ns)
+    if ns.predict or ns.verify:
+        analysis = _predicted(analysis, ns)
     if ns.verify:
         analysis = _verified(analysis, ns)
     if ns.json:
@@ -76,12 +88,18 @@ def _cluster(ns: argparse.Namespace) -> int:
     from tftrace.analysis.cluster import analyze_cluster
     from tftrace.commands.executors import dask_executor
 
-    refuse_for_hosts(NAME, ns, "session", "verify")
+    refuse_for_hosts(NAME, ns, "session", "verify", "predict")
     options = analysis_options(ns)
     with dask_executor(ns.dask) as executor:
         cluster = analyze_cluster(ns.run, executor=executor, **options)
     print(json.dumps(cluster.to_json(), indent=2) if ns.json else cluster)
     return 0  # a lost host is a finding of the analysis, which is printed
+
+
+def _predicted(analysis: Analysis, ns: argparse.Namespace) -> Analysis:
+    from tftrace.analysis.predict.advice import with_predictions
+
+    return with_predictions(analysis.run, analysis, **analysis_options(ns))
 
 
 def _verified(analysis: Analysis, ns: argparse.Namespace) -> Analysis:
