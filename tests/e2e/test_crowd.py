@@ -20,8 +20,8 @@ import pytest
 from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace
 from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.findings.crowd_rules import (
-    CROWD_BLOCKED_CPU_PER_BUSY,
     CROWD_RUN_QUEUE_SHARE,
+    SHARD_WAIT_CPU_PER_BUSY,
     SMALL_SHARDS_POOL_SHARE,
     pool_busy,
 )
@@ -50,7 +50,7 @@ def test_small_shards_waiting_for_taken_cores_fire_and_intra_1_is_confirmed(tmp_
     crowd = found["shards-wait-for-cores"]
     evidence = crowd.evidence
     assert evidence["intra_op_size"] == CORES
-    assert evidence["inter_op_cpu_per_busy"] < CROWD_BLOCKED_CPU_PER_BUSY
+    assert evidence["inter_op_cpu_per_busy"] < SHARD_WAIT_CPU_PER_BUSY
     assert evidence["run_queue_share"] >= CROWD_RUN_QUEUE_SHARE
     assert evidence["intra_op_busy"] < SMALL_SHARDS_POOL_SHARE * CORES
     assert crowd.setting is not None and (crowd.setting.intra, crowd.setting.inter) == (1, None)
