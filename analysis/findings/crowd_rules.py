@@ -8,8 +8,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from tftrace.analysis.findings.evidence import cpu_row, pool_row, severity_for
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding
+from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -28,6 +31,10 @@ CROWD_BLOCKED_CPU_PER_BUSY = 0.5
 # A loop's split ops are small when their shards keep fewer than this share of the Eigen
 # pool busy (a pool kept full is splitting large ops, which one thread would run slower).
 SMALL_SHARDS_POOL_SHARE = 0.5
+# ... and short: their median under this (ns), the order of a worker's wake-up (6-10 us
+# measured), so that each hand-off is a good part of the work it hands off (measured on 2
+# cores: 9-11 us in the Keras fits below; 137 us to 34 ms for matrix products).
+SMALL_SHARD_NS = 50_000
 # A loop's inter-op threads wait inside their ops when on a CPU for less than this share of
 # their busy time (measured on 2 cores: a Keras fit of a small model at intra 2, 0.32-0.56
 # over four recordings; threads whose ops wait for nothing, 0.97-1.07).
@@ -64,6 +71,21 @@ def run_queue_share(run: Run, analysis: Metrics) -> float | None:
     return min(1.0, use.run_queue_core_s / (cores * use.seconds))
 
 
+def median_shard_ns(run: Run, window: tuple[int, int]) -> float | None:
+    """The median length of the Eigen workers' regions that start in ``window``; None
+    without any."""
+    regions = run.regions
+    if regions.empty:
+        return None
+    lo, hi = window
+    start = regions["start_ns"].to_numpy()
+    mine = np.isin(regions["thread"].to_numpy(), pool_thread_keys(run, Pool.INTRA_OP))
+    mine &= (start >= lo) & (start < hi)
+    if not mine.any():
+        return None
+    return float(np.median(regions["end_ns"].to_numpy()[mine] - start[mine]))
+
+
 def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
     """Premise: a loop's ops each hand shards to Eigen workers and wait for them, while the
     process's threads already wait for the cores: a shard's worker queues for a core behind
@@ -75,11 +97,11 @@ def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
 
     Checked on the data (the OS sampler's counts): the intra-op pool has more than one
     thread and its workers were busy at least ``CROWD_MIN_INTRA`` threads on average but
-    under ``SMALL_SHARDS_POOL_SHARE`` of the pool (small shards: a pool kept full is
-    splitting large ops); the inter-op threads were on a CPU for less than
-    ``SHARD_WAIT_CPU_PER_BUSY`` of their busy time; and the process's threads waited on a
-    run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time. A server is
-    left to ``pools-crowd-cores``. The claim: with one intra-op thread the step is not slower.
+    under ``SMALL_SHARDS_POOL_SHARE`` of the pool (a pool kept full is splitting large ops),
+    on shards whose median is under ``SMALL_SHARD_NS``; the inter-op threads were on a CPU
+    for less than ``SHARD_WAIT_CPU_PER_BUSY`` of their busy time; and the process's threads
+    waited on a run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time.
+    A server is left to ``pools-crowd-cores``. The claim: with one intra-op thread the step is not slower.
     """
     intra_size = run.manifest.pool("intra_op").size
     if analysis.requests is not None or intra_size is None or intra_size <= 1:
@@ -95,6 +117,9 @@ def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
         or queued < CROWD_RUN_QUEUE_SHARE
     ):
         return []
+    shard = median_shard_ns(run, analysis.window)
+    if shard is None or shard >= SMALL_SHARD_NS:
+        return []
     inter = pool_busy(analysis, Pool.INTER_OP)
     return [
         Finding(
@@ -104,8 +129,8 @@ def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
             f"The inter-op threads ({inter:.2f} busy) were on a CPU for only {blocked:.0%} of "
             f"their busy time, each waiting inside its op for the Eigen shards it handed off, "
             f"while the process's threads waited on a run queue for {queued:.0%} of the "
-            f"core-time: the {intra_size} Eigen workers ({intra:.2f} busy) queue for cores "
-            "instead of adding any.",
+            f"core-time: the {intra_size} Eigen workers ({intra:.2f} busy, on shards of "
+            f"{shard / 1e3:.0f} us at the median) queue for cores instead of adding any.",
             "Use intra_op_parallelism_threads 1, so that each op runs on the thread that "
             "calls it, e.g. TF_NUM_INTRAOP_THREADS=1.",
             {
@@ -113,6 +138,7 @@ def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
                 "intra_op_busy": round(intra, 3),
                 "inter_op_busy": round(inter, 3),
                 "inter_op_cpu_per_busy": round(blocked, 3),
+                "median_shard_us": round(shard / 1e3, 2),
                 "run_queue_share": queued,
             },
             setting=AdvisedSetting(1, None, Expect.NOT_SLOWER),

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from tftrace.analysis.sweep.stats import MIN_REPEATS, Verdict, label, setting_key, setting_of
 from tftrace.analysis.sweep.timing import Objective
 from tftrace.tracer.sweep import Setting
+
+if TYPE_CHECKING:
+    from tftrace.analysis.sweep.predicted import Narrowed
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class SweepResult:
     created: str | None = None  # when sweep.json was written (ISO 8601)
     objective: Objective = Objective.THROUGHPUT  # what the runs are compared by
     server: bool = False  # the runs were timed as a server (requests on several threads)
+    # ``sweep(predict=K)``: the grid, its predictions and the settings timed; None without
+    predicted: Narrowed | None = None
 
     @property
     def recommended(self) -> Setting:

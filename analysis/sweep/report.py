@@ -167,6 +167,10 @@ def render(result: SweepResult) -> None:
         say(console, f"warning: {w}")
     for line in recommendation(result):
         say(console, line)
+    if result.predicted is not None:
+        repeat = int(result.options.get("repeat", 1))
+        for line in result.predicted.lines(result.recommended, repeat):
+            say(console, line)
 
 
 def _pool_value(value: Any) -> str:
@@ -296,7 +300,15 @@ def to_json(result: SweepResult, root: Path | None = None) -> dict[str, Any]:
         },
         "warnings": result.warnings,
         "runs": runs,
+        "predicted": _predicted_json(result),
     }
+
+
+def _predicted_json(result: SweepResult) -> dict[str, Any] | None:
+    """``sweep --predict``: the grid, each setting's prediction, which were timed, in words."""
+    if result.predicted is None:
+        return None
+    return result.predicted.to_json(result.recommended, int(result.options.get("repeat", 1)))
 
 
 def document(result: SweepResult) -> dict[str, Any]:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.model.run import load
 from tftrace.analysis.sweep.outcome import SweepResult
 from tftrace.analysis.sweep.plan import Baseline, Plan, Values, as_text, settings_of
 from tftrace.analysis.sweep.plan import plan as make_plan
+from tftrace.analysis.sweep.predicted import Narrowed, check_predictable, narrow
 from tftrace.analysis.sweep.report import document, plot
 from tftrace.analysis.sweep.result import build, recorded_view
 from tftrace.analysis.sweep.runs import time_copies, time_run, usable_cpus
@@ -89,6 +91,7 @@ def sweep(
     instances: str | Sequence[int] | None = None,
     env: EnvSpec = None,
     cpus: str | Sequence[int] | None = None,
+    predict: int | None = None,
 ) -> SweepResult:
     """Time ``target`` under each setting, in fresh processes, and say which to use.
 
@@ -145,6 +148,10 @@ def sweep(
         cpus: CPU counts to cross with the rest, ``"1,2"`` or ``[1, 2]``: each runs the
             process pinned (before it starts, so TF sizes its default pools by them) to the
             first K of the CPUs this process may use. Not with ``instances``.
+        predict: record the baseline once, predict every setting from it
+            (``tftrace.predict``) and time only the baseline and the ``predict`` settings
+            predicted fastest; the result's ``predicted`` says what that saved and what it
+            may have missed. Pool sizes only (not with ``env``, ``cpus``, ``instances``).
 
     Returns:
         The ``SweepResult``: ``recommended`` (the ``Setting`` to use), ``recommendation`` (the
@@ -175,6 +182,8 @@ def sweep(
     intra_text, inter_text = as_text(intra), as_text(inter)
     usable = tuple(sorted(os.sched_getaffinity(0)))
     axes = _axes(intra_text, inter_text, as_text(instances), env, as_text(cpus), len(usable))
+    if predict is not None:
+        check_predictable(predict, bool(axes.env), axes.cpus != [None], axes.instances is not None)
     plan = make_plan(
         as_target(target, args),
         settings_of(axes),
@@ -199,7 +208,7 @@ def sweep(
         output=output,
         name=name,
     )
-    return _Sweep(plan, progress or _quiet).run()
+    return _Sweep(plan, progress or _quiet, predict).run()
 
 
 def _axes(
@@ -271,14 +280,19 @@ def _quiet(_: SweepProgress) -> None:
 class _Sweep:
     """One sweep under way: its timed runs so far, and the progress told of them."""
 
-    def __init__(self, plan: Plan, progress: Callable[[SweepProgress], None]) -> None:
+    def __init__(
+        self, plan: Plan, progress: Callable[[SweepProgress], None], predict: int | None = None
+    ) -> None:
         self.plan = plan
         self.options = plan.options
         self.progress = progress
+        self.predict = predict
+        self.narrowed: Narrowed | None = None
+        self.baseline_run: Path | None = None  # recorded to predict from
         self.runs: list[TimedRun] = []
         self.rows: list[dict[str, Any]] = []  # each run's timing, in the order of ``runs``
         self.planned = len(self.options.settings) * self.options.repeat
-        self.total = self.planned
+        self.total = self.planned + (1 if predict is not None else 0)
         self.done = 0
         self.text = ""
 
@@ -287,6 +301,8 @@ class _Sweep:
         result: SweepResult | None = None
         self.progress(SweepProgress(self.plan.summary, 0, self.total))
         try:
+            if self.predict is not None:
+                self._narrow(self.predict)
             self._time_all()
             result = self._result()
             self._explain(result, self._to_record(result))
@@ -302,6 +318,18 @@ class _Sweep:
                 result.warnings.append("interrupted while recording runs to explain the result")
             raise SweepInterrupted(self._write(result)) from None
         return self._write(result)
+
+    def _narrow(self, k: int) -> None:
+        """Record the baseline, predict the grid from it, and keep the settings to time."""
+        base = self.plan.baseline
+        ((_, path),) = run_recorded(self.options, [base], self._starts)
+        self._ended()
+        self.baseline_run = path
+        self.narrowed = narrow(load(path), self.options.settings, base, k)
+        self.options = replace(self.options, settings=self.narrowed.settings)
+        self.plan = replace(self.plan, options=self.options)
+        self.planned = len(self.options.settings) * self.options.repeat
+        self.total = 1 + self.planned
 
     def _starts(self, text: str) -> None:
         self.text = text
@@ -330,7 +358,12 @@ class _Sweep:
         else:
             cpus = usable_cpus(self.runs[0].manifest)
         target = self.options.target.argv()
-        return build(self.rows, cpus, base, target, self.plan.objective)
+        result = build(self.rows, cpus, base, target, self.plan.objective)
+        if self.narrowed is not None:
+            result = replace(result, predicted=self.narrowed)
+        if self.baseline_run is not None:
+            result.recorded[self.plan.baseline.key()] = recorded_view(self.baseline_run)
+        return result
 
     def _to_record(self, result: SweepResult) -> list[Setting]:
         """Every setting with ``record_each``, else the baseline and the recommended one."""
@@ -342,7 +375,8 @@ class _Sweep:
         rows = [int(t.index[t["is_baseline"]][0])]
         if v.kind == "faster":
             rows.append(v.recommended)
-        return [setting_of(t.loc[i]) for i in dict.fromkeys(rows)]
+        settings = [setting_of(t.loc[i]) for i in dict.fromkeys(rows)]
+        return [s for s in settings if s.key() not in result.recorded]  # --predict's baseline
 
     def _explain(self, result: SweepResult, settings: list[Setting]) -> None:
         self.total += len(settings)

@@ -58,3 +58,41 @@ def test_bad_input_is_one_line(args, says, capsys: pytest.CaptureFixture[str]):
     assert main(["predict", *(a.format(**paths) for a in args)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and err[0].startswith("tftrace: error: ") and says in err[0], err
+
+
+def test_analyze_predict_puts_each_advised_setting_beside_its_finding(
+    capsys: pytest.CaptureFixture[str],
+):
+    """``analyze --predict``: each finding that advises pool sizes carries the prediction of
+    those sizes, the one ``tftrace predict`` gives; the headline names the best of the grid."""
+    assert main(["analyze", str(SAMPLE_RUN), "--predict", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    grid = {(s["intra"], s["inter"]): s for s in document["prediction"]["settings"]}
+    recorded = document["prediction"]["recorded"]
+    advised = [f for f in document["findings"] if f["setting"]]
+    for f in advised:
+        wanted = f["setting"]
+        if wanted["env"] or wanted["cpus"] is not None:
+            assert f["predicted"]["speedup"] is None, f
+            continue
+        key = (wanted["intra"] or recorded["intra"], wanted["inter"] or recorded["inter"])
+        assert f["predicted"]["speedup"] == pytest.approx(grid[key]["speedup"], abs=1e-4)
+        assert f["predicted"]["basis"] == grid[key]["basis"]
+    assert {(1, 1), (1, 2), (2, 1), (2, 2)} <= set(grid)  # the sweep's sizes on 2 CPUs
+    assert document["prediction_note"] is None
+    assert main(["analyze", str(SAMPLE_RUN), "--predict"]) == 0
+    text = capsys.readouterr().out
+    assert "predicted" in text.split("findings")[0]  # the headline's line, above the findings
+    if advised:
+        assert "predicted from the trace: " in text
+
+
+def test_analyze_predict_says_why_a_run_has_no_prediction(capsys: pytest.CaptureFixture[str]):
+    old = SAMPLE_TRACES / "tf-2.16"
+    assert main(["analyze", str(old), "--predict", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["prediction"] is None
+    assert "no thread-pool events" in document["prediction_note"]
+    for f in document["findings"]:
+        if f["setting"]:
+            assert f["predicted"] == {"speedup": None, "basis": document["prediction_note"]}

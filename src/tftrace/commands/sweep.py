@@ -21,7 +21,7 @@ NAME = "sweep"
 HELP = "time a workload under several thread settings (pools, env vars, CPUs) and recommend one"
 USAGE = (
     "tftrace sweep [--intra 1,2,4|auto] [--inter 1,2] [--env NAME=V1,V2 ...] [--cpus 1,2] "
-    "[--instances 1,2,4] [--objective throughput|p50|p99] [options] "
+    "[--instances 1,2,4] [--objective throughput|p50|p99] [--predict K] [options] "
     "(script.py | -m module) [args]"
 )
 TAKES_TARGET = True
@@ -38,6 +38,7 @@ OWN_OPTIONS = (
     "--instances",
     "--env",
     "--cpus",
+    "--predict",
 )
 
 
@@ -82,6 +83,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="also run N copies of the workload at once, each pinned to its own share of the "
         "CPUs with its pools sized to it, beside one process on all of them; their requests "
         "(or steps) per second are summed",
+    )
+    p.add_argument(
+        "--predict",
+        type=int,
+        metavar="K",
+        help="record the baseline once, predict every setting from it (tftrace predict's "
+        "model) and time only the baseline and the K predicted fastest; says the runs saved "
+        "and what the whole grid might change (pool sizes only; off by default: the "
+        "model's accuracy is in docs/predict.md)",
     )
     p.add_argument(
         "--repeat",
@@ -181,6 +191,7 @@ def run(ns: argparse.Namespace) -> int:
                 instances=ns.instances,
                 env=ns.env,
                 cpus=ns.cpus,
+                predict=ns.predict,
             )
     except SweepInterrupted as e:
         if e.result is None:

@@ -1,0 +1,148 @@
+"""``tftrace sweep --predict K``: the baseline recorded once, every setting of the grid
+predicted from it (``tftrace.predict``), and only the baseline and the ``K`` settings
+predicted fastest timed.
+
+What it saves is said (timed runs not made), and so is what it may have missed: the best
+setting not run, by its prediction, against the recommended one's, with the model's error
+(``MODEL_ERROR``, the accuracy target of docs/predict.md). Settings the model cannot rank (an
+intra-op pool above 1 from a baseline at intra-op 1) are timed anyway. Where the run cannot be
+predicted at all (a server, a trace without thread-pool events), the whole grid is timed and
+the result says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tftrace.analysis.model.run import Run
+from tftrace.analysis.predict.predicting import predict
+from tftrace.errors import TftraceError
+from tftrace.tracer.sweep_setting import Setting, SweepError
+
+# How far a prediction may be off (the median error the model is held to, docs/predict.md):
+# a setting not run that is predicted within this of the recommended one might beat it.
+MODEL_ERROR = 0.15
+
+
+def check_predictable(k: int, varies_env: bool, varies_cpus: bool, instances: bool) -> None:
+    """Refuse in one line what ``--predict`` cannot do: the model predicts pool sizes only."""
+    if k < 1:
+        raise SweepError(f"--predict {k}: give how many predicted settings to time (1 or more)")
+    if varies_env or varies_cpus or instances:
+        raise SweepError(
+            "--predict predicts pool sizes only: not with --env, --cpus or --instances"
+        )
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """The settings to time (``settings``, in the grid's order) of the whole ``grid``, each
+    predicted setting's speedup over the baseline (``speedups``, by ``Setting.key()``), and
+    ``why_not``: why nothing was predicted (then ``settings`` is the grid)."""
+
+    k: int
+    grid: tuple[Setting, ...]
+    settings: tuple[Setting, ...]
+    speedups: dict[tuple[Any, ...], float] = field(default_factory=dict)
+    bases: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    why_not: str | None = None
+
+    def lines(self, recommended: Setting, repeat: int) -> list[str]:
+        """What the shortcut did and what it may have missed, in sentences."""
+        if self.why_not is not None:
+            return [f"--predict {self.k}: nothing predicted ({self.why_not}): the whole grid ran"]
+        ran = {s.key() for s in self.settings}
+        saved = (len(self.grid) - len(self.settings)) * repeat
+        picked = ", ".join(
+            f"{s.label()} {self.speedups[s.key()]:.2f}x"
+            if s.key() in self.speedups
+            else f"{s.label()} not predicted"
+            for s in self.settings
+        )
+        lines = [
+            f"--predict {self.k}: {len(self.speedups)} of {len(self.grid)} settings predicted "
+            f"from one recorded run of the baseline; timed {len(self.settings)} ({picked}, "
+            f"predicted speedups): {saved} of {len(self.grid) * repeat} timed runs saved"
+        ]
+        skipped = [s for s in self.grid if s.key() not in ran and s.key() in self.speedups]
+        if not skipped:
+            return lines
+        best = max(skipped, key=lambda s: self.speedups[s.key()])
+        mine = self.speedups.get(recommended.key())
+        theirs = self.speedups[best.key()]
+        if mine is None:
+            return lines
+        if theirs >= mine * (1 - MODEL_ERROR):
+            lines.append(
+                f"the whole grid might change the verdict: {best.label()}, not timed, was "
+                f"predicted {theirs:.2f}x, within the model's error ({MODEL_ERROR:.0%}) of "
+                f"the recommended {recommended.label()}'s {mine:.2f}x"
+            )
+        else:
+            lines.append(
+                f"the whole grid would change the verdict only if the model is off by more "
+                f"than {MODEL_ERROR:.0%}: the best setting not timed, {best.label()}, was "
+                f"predicted {theirs:.2f}x against {mine:.2f}x for {recommended.label()}"
+            )
+        return lines
+
+    def to_json(self, recommended: Setting, repeat: int) -> dict[str, Any]:
+        ran = {s.key() for s in self.settings}
+        return {
+            "k": self.k,
+            "why_not": self.why_not,
+            "settings": [
+                {
+                    **s.to_json(),
+                    "predicted_speedup": self.speedups.get(s.key()),
+                    "basis": self.bases.get(s.key()),
+                    "timed": s.key() in ran,
+                }
+                for s in self.grid
+            ],
+            "text": self.lines(recommended, repeat),
+        }
+
+
+def narrow(run: Run, grid: Sequence[Setting], baseline: Setting, k: int) -> Narrowed:
+    """The baseline, the ``k`` settings of ``grid`` predicted fastest from ``run`` (the
+    baseline recorded), and every setting the model cannot rank."""
+    grid = tuple(grid)
+    recorded = [run.manifest.pool(name).size for name in ("intra_op", "inter_op")]
+    if recorded[0] is None or recorded[1] is None:
+        return Narrowed(k, grid, grid, why_not="the recorded pool sizes are unknown")
+    rec_intra, rec_inter = int(recorded[0]), int(recorded[1])
+    usable = run.manifest.usable_cpus or rec_intra
+
+    def sizes(s: Setting) -> tuple[int, int]:
+        def one(v: int | None, base: int | None, rec: int) -> int:
+            if v:
+                return v
+            return rec if not base else usable  # TF's default: one thread per CPU
+
+        return one(s.intra, baseline.intra, rec_intra), one(s.inter, baseline.inter, rec_inter)
+
+    pairs = {s.key(): sizes(s) for s in grid}
+    rankable = [s for s in grid if rec_intra > 1 or pairs[s.key()][0] == 1]
+    try:
+        guess = predict(
+            run,
+            intra=sorted({pairs[s.key()][0] for s in rankable}),
+            inter=sorted({pairs[s.key()][1] for s in rankable}),
+            reasons=False,
+        )
+    except TftraceError as e:
+        return Narrowed(k, grid, grid, why_not=str(e).removeprefix("predict: "))
+    base_speedup = guess.setting(*pairs[baseline.key()]).speedup
+    speedups, bases = {}, {}
+    for s in rankable:
+        p = guess.setting(*pairs[s.key()])
+        speedups[s.key()], bases[s.key()] = p.speedup / base_speedup, p.basis
+    others = sorted(
+        (s for s in rankable if s.key() != baseline.key()), key=lambda s: -speedups[s.key()]
+    )
+    keep = {baseline.key()} | {s.key() for s in others[:k]}
+    keep |= {s.key() for s in grid if s.key() not in speedups}
+    return Narrowed(k, grid, tuple(s for s in grid if s.key() in keep), speedups, bases)
