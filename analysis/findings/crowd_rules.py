@@ -101,7 +101,8 @@ def shards_wait_for_cores(run: Run, analysis: Metrics) -> list[Finding]:
     on shards whose median is under ``SMALL_SHARD_NS``; the inter-op threads were on a CPU
     for less than ``SHARD_WAIT_CPU_PER_BUSY`` of their busy time; and the process's threads
     waited on a run queue for at least ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time.
-    A server is left to ``pools-crowd-cores``. The claim: with one intra-op thread the step is not slower.
+    A server is left to ``pools-crowd-cores``. The claim: with one intra-op thread the step
+    is not slower.
     """
     intra_size = run.manifest.pool("intra_op").size
     if analysis.requests is not None or intra_size is None or intra_size <= 1:
