@@ -61,6 +61,9 @@ def test_small_shards_waiting_for_taken_cores_fire_and_intra_1_is_confirmed(tmp_
     check = verified["shards-wait-for-cores"]["verification"]
     assert check["status"] == "confirmed", check["reason"]
     assert check["advised"] == {"intra": 1, "inter": CORES, "env": {}, "cpus": None}
+    # --verify shows the predicted speedup beside the measured one
+    predicted = verified["shards-wait-for-cores"]["predicted"]
+    assert predicted["basis"] == "calibrated" and predicted["speedup"] > 0
 
 
 @NEEDS_QUIET_CORES

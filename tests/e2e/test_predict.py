@@ -93,3 +93,38 @@ def test_a_python_step_is_predicted_unchanged_by_every_setting(tmp_path: Path):
     for s in p.settings:
         assert s.speedup == pytest.approx(1, abs=0.1), s
         assert s.reason == HOST_TIME, s
+
+
+@NEEDS_QUIET_CORES
+def test_a_sweep_of_the_predicted_best_times_fewer_settings_and_finds_inter_2(tmp_path: Path):
+    """``sweep --predict 1`` over inter 1, 2, 4 at intra 1 from a baseline at 1/1: inter 2 and
+    4 are predicted alike (both chains side by side), so the first, inter 2, is timed beside
+    the baseline, and inter 4 is named as what the whole grid might change."""
+    out = tmp_path / "sweep"
+    proc = subprocess.run(
+        tftrace_command(
+            "sweep", "-o", out, "--json", "--repeat", "3", "--intra", "1", "--inter", "1,2,4",
+            "--baseline", "1,1", "--predict", "1", "--no-explain", WORKLOADS / "branches.py",
+        ),
+        env=quiet_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    timed = [(s["intra"], s["inter"]) for s in result["settings"]]
+    assert timed == [(1, 1), (1, 2)]
+    assert len(result["runs"]) == 2 * 3  # 3 of the grid's 9 runs saved
+    predicted = result["predicted"]
+    assert [s["timed"] for s in predicted["settings"]] == [True, True, False]
+    assert predicted["settings"][1]["predicted_speedup"] > 1.4
+    assert "3 of 9 timed runs saved" in predicted["text"][0]
+    assert predicted["text"][1].startswith("the whole grid might change the verdict")
+    assert result["verdict"]["kind"] == "faster"
+    assert (
+        result["verdict"]["recommended"]["intra"],
+        result["verdict"]["recommended"]["inter"],
+    ) == (1, 2)
+    # the recorded baseline it was predicted from is kept, as the sweep's recorded run
+    assert any(s.get("recorded_run") for s in result["settings"])
