@@ -366,17 +366,19 @@ class _Sweep:
         return result
 
     def _to_record(self, result: SweepResult) -> list[Setting]:
-        """Every setting with ``record_each``, else the baseline and the recommended one."""
+        """Every setting with ``record_each``, else the baseline and the recommended one; not
+        one recorded already (``--predict``'s baseline)."""
         if self.options.record_each:
-            return list(self.options.settings)
-        if not self.plan.explain:
+            settings = list(self.options.settings)
+        elif not self.plan.explain:
             return []
-        t, v = result.table, result.verdict
-        rows = [int(t.index[t["is_baseline"]][0])]
-        if v.kind == "faster":
-            rows.append(v.recommended)
-        settings = [setting_of(t.loc[i]) for i in dict.fromkeys(rows)]
-        return [s for s in settings if s.key() not in result.recorded]  # --predict's baseline
+        else:
+            t, v = result.table, result.verdict
+            rows = [int(t.index[t["is_baseline"]][0])]
+            if v.kind == "faster":
+                rows.append(v.recommended)
+            settings = [setting_of(t.loc[i]) for i in dict.fromkeys(rows)]
+        return [s for s in settings if s.key() not in result.recorded]
 
     def _explain(self, result: SweepResult, settings: list[Setting]) -> None:
         self.total += len(settings)
