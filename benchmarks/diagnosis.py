@@ -808,6 +808,23 @@ def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]
     return list(by_name.values()), (first["repeat"], first["verify_repeat"]), first["cpus"]
 
 
+def rescore(folder: Path) -> tuple[list[Outcome], tuple[int, int], int]:
+    """The saved outcomes of ``folder`` (``--output`` of an earlier run), each recording
+    analysed again with this tree's rules: an advice given again (same finding, same setting)
+    keeps its verification, one no longer given is dropped, and one given now that was not
+    then counts as given and not verified. The sweeps stand as they ran."""
+    outcomes, repeats, cpus = combine([folder / "results.json"])
+    for o in outcomes:
+        record = folder / o.name / "record"
+        if not record.is_dir():
+            o.errors.append("rescore: the recording is missing")
+            continue
+        before = {(a.id, tuple(a.advised), a.env): a for a in o.advice}
+        given = _advice_of(tftrace.analyze(tftrace.load(record)).findings)
+        o.advice = [before.get((a.id, tuple(a.advised), a.env), a) for a in given]
+    return outcomes, repeats, cpus
+
+
 def versions(paths: Sequence[Path]) -> str | None:
     """The tftrace versions (``source_version``) the ``results.json`` files were run with."""
     found = [json.loads(path.read_text()).get("tftrace") for path in paths]
@@ -840,7 +857,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run nothing: score saved results.json files, a later file's workload replacing "
         "an earlier one of the same name (one workload rerun with --only)",
     )
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        metavar="DIR",
+        help="run nothing: analyse the recordings saved in DIR (an earlier --output) again "
+        "with this tree's rules and score them (an advice given again keeps its verification)",
+    )
     args = parser.parse_args(argv)
+    if args.rescore:
+        outcomes, repeats, cpus = rescore(args.rescore)
+        then = versions([args.rescore / "results.json"])
+        return report(
+            outcomes, cpus, repeats, args, version=f"{source_version()} (rules); runs: {then}"
+        )
     if args.combine:
         outcomes, repeats, cpus = combine(args.combine)
         return report(outcomes, cpus, repeats, args, version=versions(args.combine))

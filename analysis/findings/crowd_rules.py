@@ -71,6 +71,18 @@ def run_queue_share(run: Run, analysis: Metrics) -> float | None:
     return min(1.0, use.run_queue_core_s / (cores * use.seconds))
 
 
+def others_run_queue_share(run: Run, analysis: Metrics, pool: Pool) -> float | None:
+    """The run-queue wait of the process's threads outside ``pool`` (and outside tftrace's and
+    TF's profiler threads) over the window's core-time, at most 1; None without the
+    sampler: how much the other threads waited for the cores ``pool`` held."""
+    cores, use = cores_of(run, analysis), analysis.core_use
+    if run.samples.empty or use is None or not cores or use.seconds <= 0:
+        return None
+    cpu = analysis.cpu
+    others = cpu[~cpu["pool"].isin([pool.value, Pool.PROFILER.value])]
+    return min(1.0, float(others["wait_s"].sum()) / (cores * use.seconds))
+
+
 def median_shard_ns(run: Run, window: tuple[int, int]) -> float | None:
     """The median length of the Eigen workers' regions that start in ``window``; None
     without any."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
+from tftrace.analysis.findings.pool_rules import others_crowded
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -31,7 +32,9 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Metrics) -> list[Finding]:
     may use, and a default size follows the CPUs but not a cgroup quota.
 
     Checked on the data: the manifest's pool sizes and their source against the affinity mask
-    and the tightest cgroup quota recorded with the run.
+    and the tightest cgroup quota recorded with the run. A size pinned above the CPUs is told
+    to come down (a setting) only where its pool held cores the process's other threads
+    waited for (``pool_rules.others_crowded``).
     """
     cpus = run.manifest.usable_cpus
     quota = run.manifest.host.cpu_quota
@@ -57,7 +60,9 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Metrics) -> list[Finding]:
                     f"Use {limit}, or leave it at 0 (one per CPU) unless the run shares the "
                     "machine.",
                     {"size": size, "source": source, "cpus_allowed": cpus, "cgroup_quota": quota},
-                    setting=_sized(key, limit),
+                    setting=_sized(key, limit)
+                    if size < limit or others_crowded(run, analysis, pool)
+                    else None,
                 )
             )
         elif source.startswith("default") and quota and quota < size:
