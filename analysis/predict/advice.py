@@ -35,10 +35,19 @@ def with_predictions(
     warmup_steps: int = 1,
     cpus: int | None = None,
 ) -> Analysis:
-    """``analysis`` with ``Finding.predicted`` set on each finding that advises a setting, and
-    ``prediction`` (the whole grid: ``Prediction.best()`` is the headline's setting) or
-    ``prediction_note`` (why there is none). ``window``, ``warmup_steps`` and ``cpus`` as
-    the analysis was made with.
+    """Predict, from the trace, each finding's advised pool sizes and the best of the sizes
+    a sweep would try, without running anything.
+
+    Args:
+        run: the recorded run.
+        analysis: its ``tftrace.analyze`` result.
+        window, warmup_steps, cpus: as the analysis was made with (the steps replayed).
+
+    Returns:
+        ``analysis`` with ``Finding.predicted`` (a ``PredictedGain``: speedup and basis, or
+        why not) on each finding that advises a setting, and ``prediction`` (the whole grid:
+        ``Prediction.best()`` is the headline's setting) or ``prediction_note`` (why there
+        is none).
 
     Example::
 
