@@ -49,6 +49,12 @@ def test_rank_correlation_and_the_best_setting_per_workload():
     assert WRONG.best_within() is False  # 2/1 ran 12 ms, 2.4x the best
 
 
+def test_a_prediction_within_2_percent_of_the_recorded_setting_recommends_it():
+    flat = scored("flat", (2, 2), [(2, 2, 0.010, 0.010), (1, 2, 0.012, 0.0099)])
+    assert flat.picked()["intra"] == 2  # 1/2 predicted only 1 % faster: keep the recorded
+    assert flat.best_within() is True
+
+
 def test_the_speedup_error_leaves_the_recorded_setting_out():
     # |(10/6)/(10/5) - 1|, |1 - 1|, |(10/12)/(10/11) - 1|
     assert sorted(GOOD.errors()) == pytest.approx([0.0, 1 / 12, 1 / 6])
