@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import shutil
+
 import pandas as pd
 import pytest
 
-from conftest import load_benchmark
+import tftrace
+from conftest import SAMPLE_RUN, load_benchmark
 
 d = load_benchmark("diagnosis")
 
@@ -292,3 +297,23 @@ def test_saved_results_keep_the_variables(tmp_path):
     assert back.env == o.env and back.advice[0].env == advice.env
     assert KNOB in back.table.columns and d.rows([back]) == d.rows([o])
     assert d.hit(back)
+
+
+def test_rescore_keeps_the_verification_of_an_advice_given_again(tmp_path):
+    """A saved run of the checked-in trace: its advice as this tree's rules give it, marked
+    confirmed, and one the rules do not give. Rescored, the first keeps its verification,
+    the second is gone."""
+    shutil.copytree(SAMPLE_RUN, tmp_path / "sample" / "record")
+    given = d._advice_of(tftrace.analyze(tftrace.load(tmp_path / "sample" / "record")).findings)
+    assert given, "the checked-in trace advises a setting"
+    kept = [dataclasses.replace(a, status="confirmed", speedup=1.5) for a in given]
+    gone = d.Advice("no-such-finding", (1, 1), "not confirmed", 0.9)
+    outcome = d.Outcome("sample", (2, 2), [*kept, gone], SWEEP.assign(speedup=1.0))
+    data = {"cpus": 2, "repeat": 5, "verify_repeat": 7, "workloads": [d.to_json(outcome)]}
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    (rescored,), repeats, cpus = d.rescore(tmp_path)
+    assert (repeats, cpus) == ((5, 7), 2)
+    assert [(a.id, a.status, a.speedup) for a in rescored.advice] == [
+        (a.id, "confirmed", 1.5) for a in given
+    ]
+    assert rescored.table is not None and len(rescored.table) == len(SWEEP)
