@@ -56,6 +56,7 @@ import diagnosis as d
 import pandas as pd
 
 import tftrace
+from tftrace.analysis.predict.result import RECOMMEND_GAIN
 from tftrace.errors import TftraceError
 
 SPEARMAN_TARGET = 0.9
@@ -63,7 +64,6 @@ BEST_WITHIN = 0.05
 BEST_TARGET = 0.8
 ERROR_TARGET = 0.15
 PREDICT_K = 2
-PREDICTED_GAIN = 1.02  # a setting is recommended by its prediction only this much faster
 
 
 @dataclass
@@ -92,11 +92,11 @@ class Scored:
 
     def picked(self) -> pd.Series:
         """The setting the prediction recommends: the fastest predicted, where it is
-        ``PREDICTED_GAIN`` faster than the recorded one (as ``analyze --predict`` names it),
-        else the recorded one."""
+        ``RECOMMEND_GAIN`` faster than the recorded one (``Prediction.recommended``, which
+        ``analyze --predict`` names), else the recorded one."""
         f = self.frame
         fastest = f.loc[f["predicted_s"].idxmin()]
-        if fastest["pred_speedup"] >= PREDICTED_GAIN or not f["recorded"].any():
+        if fastest["pred_speedup"] >= RECOMMEND_GAIN or not f["recorded"].any():
             return fastest
         return f[f["recorded"]].iloc[0]
 

@@ -62,25 +62,41 @@ def inter_op_cpu_per_busy(analysis: Metrics) -> float | None:
     return float(row["cpu_per_busy"])
 
 
-def run_queue_share(run: Run, analysis: Metrics) -> float | None:
-    """The process's run-queue wait over the window's core-time, at most 1 (more threads can
-    wait at once than there are cores); None without the sampler."""
+def _core_s(run: Run, analysis: Metrics) -> float | None:
+    """The window's core-time (cores x seconds) where the OS sampler ran; else None."""
     cores, use = cores_of(run, analysis), analysis.core_use
     if run.samples.empty or use is None or not cores or use.seconds <= 0:
         return None
-    return min(1.0, use.run_queue_core_s / (cores * use.seconds))
+    return cores * use.seconds
+
+
+def run_queue_share(run: Run, analysis: Metrics) -> float | None:
+    """The process's run-queue wait over the window's core-time, at most 1 (more threads can
+    wait at once than there are cores); None without the sampler."""
+    core_s = _core_s(run, analysis)
+    if core_s is None or analysis.core_use is None:
+        return None
+    return min(1.0, analysis.core_use.run_queue_core_s / core_s)
 
 
 def others_run_queue_share(run: Run, analysis: Metrics, pool: Pool) -> float | None:
     """The run-queue wait of the process's threads outside ``pool`` (and outside tftrace's and
     TF's profiler threads) over the window's core-time, at most 1; None without the
     sampler: how much the other threads waited for the cores ``pool`` held."""
-    cores, use = cores_of(run, analysis), analysis.core_use
-    if run.samples.empty or use is None or not cores or use.seconds <= 0:
+    core_s = _core_s(run, analysis)
+    if core_s is None:
         return None
     cpu = analysis.cpu
     others = cpu[~cpu["pool"].isin([pool.value, Pool.PROFILER.value])]
-    return min(1.0, float(others["wait_s"].sum()) / (cores * use.seconds))
+    return min(1.0, float(others["wait_s"].sum()) / core_s)
+
+
+def others_crowded(run: Run, analysis: Metrics, pool: Pool) -> bool:
+    """Whether the process's threads outside ``pool`` waited for the cores it held (at least
+    ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time); True without the sampler, where
+    nothing says otherwise."""
+    share = others_run_queue_share(run, analysis, pool)
+    return share is None or share >= CROWD_RUN_QUEUE_SHARE
 
 
 def median_shard_ns(run: Run, window: tuple[int, int]) -> float | None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from tftrace.analysis.findings.crowd_rules import (
     CROWD_RUN_QUEUE_SHARE,
-    others_run_queue_share,
+    others_crowded,
     run_queue_share,
 )
 from tftrace.analysis.findings.evidence import (
@@ -210,14 +210,6 @@ def intra_pool_size_vs_cores(run: Run, analysis: Metrics) -> list[Finding]:
             )
         )
     return out
-
-
-def others_crowded(run: Run, analysis: Metrics, pool: Pool) -> bool:
-    """Whether the process's threads outside ``pool`` waited for the cores it held (at least
-    ``CROWD_RUN_QUEUE_SHARE`` of the window's core-time); True without the sampler, where
-    nothing says otherwise."""
-    share = others_run_queue_share(run, analysis, pool)
-    return share is None or share >= CROWD_RUN_QUEUE_SHARE
 
 
 # Rule 4 -----------------------------------------------------------------------------------

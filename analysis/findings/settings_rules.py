@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.findings.crowd_rules import others_crowded
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity
-from tftrace.analysis.findings.pool_rules import others_crowded
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
@@ -34,7 +34,7 @@ def pinned_sizes_vs_cpus(run: Run, analysis: Metrics) -> list[Finding]:
     Checked on the data: the manifest's pool sizes and their source against the affinity mask
     and the tightest cgroup quota recorded with the run. A size pinned above the CPUs is told
     to come down (a setting) only where its pool held cores the process's other threads
-    waited for (``pool_rules.others_crowded``).
+    waited for (``crowd_rules.others_crowded``).
     """
     cpus = run.manifest.usable_cpus
     quota = run.manifest.host.cpu_quota

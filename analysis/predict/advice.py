@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tftrace.analysis.findings.finding import Finding, PredictedGain
 from tftrace.analysis.metrics.window import STEADY, WindowArg
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.predict.predicting import predict
+from tftrace.analysis.predict.predicting import predict, recorded_sizes
 from tftrace.analysis.predict.result import Prediction
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import ladder
@@ -54,7 +54,7 @@ def with_predictions(
         analysis = tftrace.with_predictions(run, tftrace.analyze(run))
         print(analysis.prediction.best() if analysis.prediction else analysis.prediction_note)
     """
-    recorded = _recorded(run)
+    recorded = recorded_sizes(run)
     advised = {f.id: _advised_pair(f, recorded) for f in analysis.findings if f.setting}
     try:
         guess = _predict_grid(run, recorded, advised.values(), window, warmup_steps, cpus)
@@ -70,11 +70,6 @@ def with_predictions(
         for f in analysis.findings
     )
     return replace(analysis, findings=findings, prediction=guess, prediction_note=None)
-
-
-def _recorded(run: Run) -> Pair | None:
-    sizes = [run.manifest.pool(name).size for name in ("intra_op", "inter_op")]
-    return None if sizes[0] is None or sizes[1] is None else (int(sizes[0]), int(sizes[1]))
 
 
 def _advised_pair(finding: Finding, recorded: Pair | None) -> Pair | str:

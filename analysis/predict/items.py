@@ -19,7 +19,6 @@ only waited in, and the inter-op closures.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,15 +187,10 @@ def cpu_rates(run: Run, busy: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[
         if int(thread) not in busy or len(group) < 2:
             continue
         group = group.sort_values("t_ns")
-        t = group["t_ns"].to_numpy().astype(np.float64)
+        t = group["t_ns"].to_numpy()
         cpu = np.diff(group["cpu_ns"].to_numpy().astype(np.float64))
         starts, ends = busy[int(thread)]
-        inside = np.array(
-            [
-                float(np.maximum(np.minimum(ends, b) - np.maximum(starts, a), 0).sum())
-                for a, b in itertools.pairwise(t)
-            ]
-        )
+        inside = np.diff(concurrency([starts], [ends], int(t[0]), int(t[-1])).integral_at(t))
         rate = np.where(inside > 0, np.minimum(cpu / np.maximum(inside, 1.0), 1.0), 1.0)
         out[int(thread)] = CpuRate(t, rate)
     return out
@@ -245,7 +239,7 @@ def _with_op_work(
     ],
     rate: Rate,
     share: float,
-    on_cpu: dict[int, CpuRate] | None = None,
+    on_cpu: dict[int, CpuRate],
 ) -> pd.DataFrame:
     """``items`` with each op's serial, hand-off and parallel parts and its shard count.
 
@@ -269,7 +263,7 @@ def _with_op_work(
     if shards:  # the pool's wake-up: a longer delay waited for busy workers
         handoff = np.minimum(handoff, float(np.median([d for _, _, _, d, _, _ in shards])))
     for i, *_ in shards:
-        mine = (on_cpu or {}).get(int(items["thread"].iat[i]))
+        mine = on_cpu.get(int(items["thread"].iat[i]))
         if mine is not None:
             mid = (float(items["start_ns"].iat[i]) + float(items["end_ns"].iat[i])) / 2
             kept = serial[i] * float(mine.at(np.array([mid]))[0])

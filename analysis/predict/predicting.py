@@ -268,14 +268,20 @@ def _cores(run: Run, given: bool) -> tuple[float, str]:
     return float(usable), f"{usable} CPUs given (--cpus)" if given else f"{usable} usable CPUs"
 
 
-def _recorded_sizes(run: Run) -> tuple[int, int]:
+def recorded_sizes(run: Run) -> tuple[int, int] | None:
+    """The (intra-op, inter-op) sizes the run was recorded at; None where it does not say."""
     sizes = [run.manifest.pool(name).size for name in ("intra_op", "inter_op")]
-    if sizes[0] is None or sizes[1] is None:
+    return None if sizes[0] is None or sizes[1] is None else (int(sizes[0]), int(sizes[1]))
+
+
+def _recorded_sizes(run: Run) -> tuple[int, int]:
+    sizes = recorded_sizes(run)
+    if sizes is None:
         raise TftraceError(
             "predict: the recorded pool sizes are unknown (the run does not say them and the "
             "trace shows too few of their threads); record it with tftrace record"
         )
-    return int(sizes[0]), int(sizes[1])
+    return sizes
 
 
 def _values(

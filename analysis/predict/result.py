@@ -12,6 +12,9 @@ from tftrace.analysis.presenting import as_html, as_text
 RECORDED = "recorded"  # the basis of the recorded setting: the prediction is the recording
 CALIBRATED = "calibrated"  # the replay, scaled by its residual at the recorded setting
 EXTRAPOLATION = "extrapolation"  # beyond what the run shows: its basis says how
+# A setting is recommended by its prediction only this much faster than the recorded one:
+# below, the replay's own rounding and the steps it samples decide (docs/predict.md).
+RECOMMEND_GAIN = 1.02
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,12 @@ class Prediction:
     def best(self) -> SettingPrediction:
         """The setting predicted fastest (the recorded one on a tie)."""
         return min(self.settings, key=lambda s: (s.step_ms, not s.recorded))
+
+    def recommended(self) -> SettingPrediction | None:
+        """The setting predicted fastest where it is ``RECOMMEND_GAIN`` faster than the
+        recorded one; None: keep the recorded setting."""
+        best = self.best()
+        return None if best.recorded or best.speedup < RECOMMEND_GAIN else best
 
     def setting(self, intra: int, inter: int) -> SettingPrediction:
         """The prediction of one setting (KeyError when it was not asked for)."""

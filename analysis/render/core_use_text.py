@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tftrace.analysis.predict.result import RECOMMEND_GAIN
 from tftrace.analysis.render.formatting import printable
 from tftrace.analysis.render.html_sections import esc, note
 from tftrace.analysis.render.table import Table, html_table
@@ -13,9 +14,6 @@ if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
 
 HEADERS = ("idle core-time went to", "core-s", "share")
-# A predicted setting is named as the best only this much faster: below, the replay's own
-# rounding and the steps it samples decide (docs/predict.md).
-PREDICTED_GAIN = 1.02
 
 
 def headline(analysis: Analysis) -> list[str]:
@@ -51,14 +49,14 @@ def predicted_lines(analysis: Analysis) -> list[str]:
     if guess is None:
         note = analysis.prediction_note
         return [f"predicted: none ({note})"] if note else []
-    best = guess.best()
+    best = guess.recommended()
     use = analysis.core_use
     ceiling = ""
     if use is not None and use.max_speedup is not None:
         ceiling = f"; the bound above is its ceiling ({use.max_speedup:.1f}x)"
-    if best.recorded or best.speedup < PREDICTED_GAIN:
+    if best is None:
         return [
-            f"predicted: none of {len(guess.settings)} settings is {PREDICTED_GAIN - 1:.0%} "
+            f"predicted: none of {len(guess.settings)} settings is {RECOMMEND_GAIN - 1:.0%} "
             f"faster than the run's own (intra {guess.recorded_intra}, inter "
             f"{guess.recorded_inter}){ceiling}"
         ]

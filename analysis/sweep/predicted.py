@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tftrace.analysis.model.run import Run
-from tftrace.analysis.predict.predicting import predict
+from tftrace.analysis.predict.predicting import predict, recorded_sizes
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import Setting, SweepError
 
@@ -110,10 +110,10 @@ def narrow(run: Run, grid: Sequence[Setting], baseline: Setting, k: int) -> Narr
     """The baseline, the ``k`` settings of ``grid`` predicted fastest from ``run`` (the
     baseline recorded), and every setting the model cannot rank."""
     grid = tuple(grid)
-    recorded = [run.manifest.pool(name).size for name in ("intra_op", "inter_op")]
-    if recorded[0] is None or recorded[1] is None:
+    recorded = recorded_sizes(run)
+    if recorded is None:
         return Narrowed(k, grid, grid, why_not="the recorded pool sizes are unknown")
-    rec_intra, rec_inter = int(recorded[0]), int(recorded[1])
+    rec_intra, rec_inter = recorded
     usable = run.manifest.usable_cpus or rec_intra
 
     def sizes(s: Setting) -> tuple[int, int]:
