@@ -4,13 +4,15 @@
 Known answers: a Keras fit of a small Conv/Dense model fed by tf.data, at intra = inter = the
 cores (2 here): its ops are split into small shards, its inter-op threads wait inside their ops
 for them, and the process's threads (inter-op, Eigen, tf.data, the main thread) queue for the
-cores. The rule fires, and its claim (intra 1 is not slower) holds when the fit is run so.
+cores. The rule fires, and its claim (intra 1 is not slower) holds when the fit is run so;
+where the shards are long (oneDNN off), it is silent and intra 1 gains nothing.
 Two independent chains of large products split into shards of milliseconds: the split is worth
 its hand-off, and the rule stays silent (measured: 1.02x at intra 1, docs/diagnosis.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -26,7 +28,9 @@ from tftrace.analysis.findings.crowd_rules import (
     SMALL_SHARDS_POOL_SHARE,
     median_shard_ns,
 )
+from tftrace.analysis.findings.finding import AdvisedSetting, Finding, Severity, Status
 from tftrace.analysis.model.run import load
+from tftrace.analysis.sweep.verify import verify
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,8 +48,16 @@ def record(out: Path, workload: str, *args: str) -> tuple[Path, Analysis]:
 
 @NEEDS_QUIET_CORES
 def test_small_shards_waiting_for_taken_cores_fire_and_intra_1_is_confirmed(tmp_path: Path):
+    """With oneDNN on, the fit's shards are about 10 us (measured here): the rule fires and
+    intra 1 is confirmed. With oneDNN off they are about 80 us: splitting pays for its
+    hand-off, the rule is silent, and intra 1 is measured not faster (0.94x here). Which
+    case a CPU gives is the shards' measured median; the rule must be right in either."""
     out, analysis = record(tmp_path / "fit", "keras_fit_custom.py", "--batches", "40")
     found = {f.id: f for f in analysis.findings}
+    if median_shard_ns(load(out), analysis.window) >= SMALL_SHARD_NS:
+        assert "shards-wait-for-cores" not in found
+        assert _intra_1_is_not_faster(out, analysis)
+        return
     assert "shards-wait-for-cores" in found, [f.id for f in analysis.findings]
     crowd = found["shards-wait-for-cores"]
     evidence = crowd.evidence
@@ -64,6 +76,15 @@ def test_small_shards_waiting_for_taken_cores_fire_and_intra_1_is_confirmed(tmp_
     # --verify shows the predicted speedup beside the measured one
     predicted = verified["shards-wait-for-cores"]["predicted"]
     assert predicted["basis"] == "calibrated" and predicted["speedup"] > 0
+
+
+def _intra_1_is_not_faster(run: Path, analysis: Analysis) -> bool:
+    """Intra 1 timed beside the run's own (a probe claiming it faster is not confirmed)."""
+    probe = Finding("probe", Severity.LOW, None, "", "", setting=AdvisedSetting(1, None))
+    probed = verify(load(run), dataclasses.replace(analysis, findings=(probe,)), repeat=5)
+    check = probed.findings[0].verification
+    assert check is not None
+    return check.status is not Status.CONFIRMED
 
 
 @NEEDS_QUIET_CORES
