@@ -25,6 +25,8 @@ ROW = 9  # the C reader's row: t_ns, pid, state, utime, stime, (3 schedstat), pr
 T, PID, UTIME_COL, STIME_COL, PROCESSOR_COL = 0, 1, 3, 4, 8
 RELIST_EVERY = 5  # readings between listings of /proc: once a second at 5 Hz
 MAX_OPEN = 4096  # stat files held open at most (and half the descriptor limit); others unread
+# The tools the recorder starts beside the workload, by process name: their CPU is its cost.
+OWN_TOOLS = ("py-spy",)
 COLUMNS = ("proc_t_ns", "proc_pid", "proc_cpu_ns", "proc_processor")
 
 
@@ -206,15 +208,22 @@ class ProcessReader:
         return out
 
     def role(self, pid: int) -> str:
-        """``recorder`` for this process and its children (py-spy), ``workload-child`` for the
-        workload's descendants, else ``other``; by parent pids, as far as they are known."""
+        """``recorder`` for this process and the tools it started (py-spy), ``workload-child``
+        for the workload's descendants, else ``other``; by parent pids, as far as they are
+        known. Another child of this process is ``other``: a program that calls
+        ``tftrace.record`` may run processes of its own beside the workload, and they hold
+        cores as any neighbour does (measured: a spinning process started by the caller was
+        counted as the recorder's cost, and the cores it held as free)."""
         seen: set[int] = set()
+        below = None  # the process on the way up just below the one looked at
         while pid > 1 and pid not in seen:
             if pid == self._own:
-                return "recorder"
+                tool = below is None or self.info.get(below, {}).get("name") in OWN_TOOLS
+                return "recorder" if tool else "other"
             if pid == self._workload:
                 return "workload-child"
             seen.add(pid)
+            below = pid
             pid = int(self.info.get(pid, {}).get("ppid", 0))
         return "other"
 

@@ -48,7 +48,8 @@ def proc_stat(*cpus: tuple[int, ...]) -> str:
 def fake_root(tmp: Path, quota_us: int = 150000) -> Path:
     """A machine of two CPUs; the workload (pid 100, with a child 101) in cgroup v1
     /job/task whose parent /job has a quota of 1.5 CPUs; the recorder (200, with py-spy 201);
-    a busy process (300) and an idle one (400)."""
+    a busy process (300) that the recorder's program started itself (a neighbour, not
+    tftrace's cost) and an idle one (400)."""
     root = tmp / "root"
     proc = root / "proc"
     processes = {
@@ -56,7 +57,7 @@ def fake_root(tmp: Path, quota_us: int = 150000) -> Path:
         CHILD: ("worker", WORKLOAD),
         OWN: ("python", 1),
         PYSPY: ("py-spy", OWN),
-        BURNER: ("burn", 1),
+        BURNER: ("burn", OWN),
         IDLE: ("sshd", 1),
     }
     for pid, (name, ppid) in processes.items():
