@@ -18,10 +18,10 @@ Figures, per workload and pooled over the corpus, with their targets:
                        whole grid does: the setting that gains >= 10 % beyond noise
                        (``diagnosis.best_row`` on the same measured rows), or none
 
-A server is not predicted yet (``tftrace.predict`` refuses one): its row says so and it is left
-out of the pooled figures. A workload swept over an environment variable as well
-(blas-beside-pools) is compared on the settings with its recorded value; a run recorded at
-intra-op 1 on the intra-op 1 settings (its ops hold no shards to spread).
+A server is compared by its time per request (one over its requests per second, as the
+sweep times it); its latency percentiles are not scored. A workload swept over an environment
+variable as well (blas-beside-pools) is compared on the settings with its recorded value; a
+run recorded at intra-op 1 on the intra-op 1 settings (its ops hold no shards to spread).
 
 Two ways to run:
 
@@ -158,7 +158,7 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
                 "inter": key[1],
                 "recorded": key == tuple(outcome.recorded),
                 "measured_s": float(row["median_s"]),
-                "predicted_s": p.step_ms / 1e3,
+                "predicted_s": 1 / p.served.requests_per_s if p.served else p.step_ms / 1e3,
                 "meas_speedup": float(base["median_s"] / row["median_s"]),
                 "pred_speedup": p.speedup / recorded.speedup,
                 "basis": p.basis,

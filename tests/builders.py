@@ -292,3 +292,52 @@ def two_sharded_step(k: int, t0: float) -> list[Any]:
             (thread, "ThreadpoolListener::StopRegion", STOP, t0 + 11.5, t0 + 11.5, None, None),
         ]
     return rows
+
+
+def one_closure_call(k: int, t0: float) -> list[Any]:
+    """The main thread's call of ``step`` from 0 to 11 ms: it schedules closure A at 0.5 ms,
+    which runs a 10 ms op on thread 1 until 10.5."""
+    a = 100 + 10 * k
+    return [
+        call(t0, 11),
+        (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, a, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, a),
+        (1, "MatMul:MatMul", EventKind.OP.value, t0 + 0.5, t0 + 10.5, None, None),
+        (1, "ThreadpoolListener::StopRegion", STOP, t0 + 10.5, t0 + 10.5, None, None),
+    ]
+
+
+def served_run(calls: int = 10, period_ms: float = 16, offset_ms: float = 5) -> Run:
+    """A server of two request threads, the main thread (0) and a Python thread (2), each
+    calling ``step`` every ``period_ms`` (thread 2 ``offset_ms`` later), each call
+    ``one_closure_call`` with its closure on its own inter-op thread (1 for thread 0's calls,
+    3 for thread 2's): calls of the two threads in flight together; intra-op 1, inter-op 2,
+    2 CPUs. At inter-op 1 the closures (10 ms each) take turns on one thread: 100 requests/s
+    at most, against 125 recorded, and each thread's cycle is two closures (20 ms), its
+    call 15 ms of it (its 5 ms gap kept)."""
+    rows: list[EventRow] = []
+    for k in range(calls):
+        for caller, worker, shift in ((0, 1, 0.0), (2, 3, offset_ms)):
+            moved = {0: caller, 1: worker}
+            flows = 1000 * caller
+            for th, n, kd, s, e, p, c in one_closure_call(k, k * period_ms + shift):
+                rows.append(
+                    (
+                        moved[th],
+                        n,
+                        kd,
+                        round(s * MS),
+                        round(e * MS),
+                        None if p is None else p + flows,
+                        None if c is None else c + flows,
+                    )
+                )
+    pools = [Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.PYTHON_OTHER, Pool.INTER_OP]
+    return make_run(
+        threads_table(pools, round((calls * period_ms + offset_ms) * MS)),
+        events_table(sorted(rows, key=lambda r: (r[3], r[0]))),
+        manifest={
+            "host": {"cpu_affinity": [0, 1]},
+            "pools": {"intra_op": {"size": 1}, "inter_op": {"size": 2}},
+        },
+    )

@@ -68,8 +68,10 @@ class Items:
     split_together: float = 0.0  # share of [lo, hi] with two ops or more split at once
 
 
-def thread_items(run: Run, lo: int, hi: int, main: int, cores: float) -> Items:
-    """The items of every thread but the Eigen workers over [lo, hi], and the closures."""
+def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores: float) -> Items:
+    """The items of every thread but the Eigen workers over [lo, hi], and the closures;
+    ``main``: the thread that steps (a server's request threads: each of them)."""
+    mains = (main,) if isinstance(main, int) else tuple(main)
     ops = op_events(run)
     ops = ops[(ops["end_ns"].to_numpy() > lo) & (ops["start_ns"].to_numpy() < hi)]
     waiting = starts_with(ops["op_type"], WAIT_OP_PREFIXES)
@@ -95,7 +97,7 @@ def thread_items(run: Run, lo: int, hi: int, main: int, cores: float) -> Items:
         np.concatenate([ue for _, _, ue in covered] or [np.zeros(0, np.int64)]),
         share,
     )
-    busy = _busy(run, items, closures, main)
+    busy = _busy(run, items, closures, mains)
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter)
     on_cpu = cpu_rates(run, busy)
     items = _with_op_work(items, shards, rate, share, on_cpu)
@@ -151,16 +153,17 @@ def _closures(run: Run, lo: int, hi: int) -> pd.DataFrame:
 
 
 def _busy(
-    run: Run, items: pd.DataFrame, closures: pd.DataFrame, main: int
+    run: Run, items: pd.DataFrame, closures: pd.DataFrame, mains: tuple[int, ...]
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Each thread's busy intervals as the replay counts them: closures on the inter-op
-    threads, regions on the Eigen workers, work on the main thread."""
+    threads, regions on the Eigen workers, work on the main (or request) threads."""
     out = {}
     for frame in (closures, run.regions[run.regions["thread"].isin(eigen_threads(run))]):
         for thread, group in frame.groupby("thread"):
             out[int(thread)] = (group["start_ns"].to_numpy(), group["end_ns"].to_numpy())
-    mine = items[(items["thread"] == main) & (items["what"] == WORK)]
-    out[int(main)] = (mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy())
+    for main in mains:
+        mine = items[(items["thread"] == main) & (items["what"] == WORK)]
+        out[int(main)] = (mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy())
     return out
 
 

@@ -27,7 +27,18 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from tftrace.analysis.predict.step_work import CPU, JOIN, OP, SPAWN, WAITS, OpWork, StepWork
+from tftrace.analysis.predict.step_work import (
+    BEGIN,
+    CPU,
+    END,
+    JOIN,
+    MARK,
+    OP,
+    SPAWN,
+    WAITS,
+    OpWork,
+    StepWork,
+)
 
 EPS = 1e-6  # ns: what is left of a phase when it is done
 INLINE, PAR, HANDOFF = "inline", "par", "handoff"
@@ -36,10 +47,20 @@ MAX_EVENTS = 10_000_000  # a guard: a step's replay ends, whatever its units hol
 
 @dataclass(frozen=True)
 class Replayed:
-    """A step's replayed span (ns), and the part of it in which only recorded waits ran."""
+    """A step's replayed span (ns), the part of it in which only recorded waits ran, and when
+    each request's marks were reached (``marks``: (request, BEGIN or END) -> ns)."""
 
     span_ns: float
     host_ns: float
+    marks: dict[tuple[int, str], float] = field(default_factory=dict)
+
+    def latencies(self) -> dict[int, float]:
+        """Each request's replayed latency (ns), for those whose both marks were reached."""
+        return {
+            r: end - self.marks[(r, BEGIN)]
+            for (r, edge), end in self.marks.items()
+            if edge == END and (r, BEGIN) in self.marks
+        }
 
 
 @dataclass
@@ -86,9 +107,12 @@ class _Replay:
         )
         self.t = 0.0
         self.host = 0.0
+        self.marks: dict[tuple[int, str], float] = {}
 
     def run(self) -> Replayed:
-        self._start(0)
+        for k, unit in enumerate(self.units):
+            if unit.main:
+                self._start(k)
         for _ in range(MAX_EVENTS):
             while self.releases and self.releases[0][0] <= self.t + EPS:
                 self.queue.append(self.releases.pop(0)[1])
@@ -102,7 +126,7 @@ class _Replay:
                 self.t = self.releases[0][0]
                 continue
             self._advance(active)
-        return Replayed(self.t, self.host)
+        return Replayed(self.t, self.host, self.marks)
 
     def _advance(self, active: list[_State]) -> None:
         pars = [s for s in active if s.kind == PAR]
@@ -153,6 +177,8 @@ class _Replay:
             s.seg += 1
             if seg.kind == SPAWN:
                 self.queue.append(seg.units[0])
+            elif seg.kind == MARK:
+                self.marks[(seg.units[0], seg.why)] = self.t
             elif seg.kind == JOIN:
                 s.waits = {u for u in seg.units if not self.done[u]}
                 if s.waits:

@@ -15,6 +15,27 @@ EXTRAPOLATION = "extrapolation"  # beyond what the run shows: its basis says how
 # A setting is recommended by its prediction only this much faster than the recorded one:
 # below, the replay's own rounding and the steps it samples decide (docs/predict.md).
 RECOMMEND_GAIN = 1.02
+# Settings predicted within this of the fastest are as fast: the replay's rounding decides.
+TIE = 0.01
+
+
+@dataclass(frozen=True)
+class Served:
+    """A server's figures at one setting (recorded, or predicted): requests per second, and
+    the requests' mean, median and 99th-percentile latency in ms."""
+
+    requests_per_s: float
+    mean_ms: float
+    p50_ms: float
+    p99_ms: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "requests_per_s": self.requests_per_s,
+            "mean_ms": self.mean_ms,
+            "p50_ms": self.p50_ms,
+            "p99_ms": self.p99_ms,
+        }
 
 
 @dataclass(frozen=True)
@@ -25,7 +46,11 @@ class SettingPrediction:
     its replayed time or more, else ``dependency chain``), how much faster each resource
     doubled would make it (``gains``: 0.25 is 25 % faster), the share of its replayed time
     in which only recorded waits ran (``host_share``), and its ``basis`` (``RECORDED``,
-    ``CALIBRATED``, or ``EXTRAPOLATION: why``)."""
+    ``CALIBRATED``, or ``EXTRAPOLATION: why``).
+
+    For a server, ``speedup`` is its requests per second over the recorded setting's,
+    ``step_ms`` a request's mean latency, and ``served`` has its requests/s and latency
+    percentiles (None for a loop)."""
 
     intra: int
     inter: int
@@ -35,6 +60,7 @@ class SettingPrediction:
     gains: dict[str, float]
     host_share: float
     basis: str
+    served: Served | None = None
 
     @property
     def recorded(self) -> bool:
@@ -50,6 +76,7 @@ class SettingPrediction:
             "gains": dict(self.gains),
             "host_share": self.host_share,
             "basis": self.basis,
+            "served": self.served.to_json() if self.served else None,
         }
 
 
@@ -64,6 +91,10 @@ class Prediction:
     window were replayed (``window_steps``: how many it holds). ``caller_share``: the share of
     a core an op's own thread used while its shards ran, by the OS sampler where
     ``caller_measured`` (else a whole core is assumed: TF's caller runs shards too).
+
+    A server (``server``: its recorded requests/s and latencies over the window) is replayed
+    as one stretch of its requests: ``steps`` counts the requests replayed, ``recorded_ms``
+    is their mean latency, ``replayed_ms`` the stretch's replayed span.
 
     Example::
 
@@ -87,10 +118,23 @@ class Prediction:
     notes: tuple[str, ...] = ()
     caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
     caller_measured: bool = False  # by the OS sampler (else assumed)
+    server: Served | None = None  # a server's recorded figures; None for a loop
+
+    @property
+    def unit(self) -> str:
+        """What is timed: ``step``, or a server's ``request``."""
+        return "request" if self.server else "step"
 
     def best(self) -> SettingPrediction:
-        """The setting predicted fastest (the recorded one on a tie)."""
-        return min(self.settings, key=lambda s: (s.step_ms, not s.recorded))
+        """The setting predicted fastest: the most steps (or requests) per second. Among
+        those within ``TIE`` of it, the recorded one, else one inside what the run shows
+        (not an extrapolation), else the fewest threads."""
+        top = max(s.speedup for s in self.settings)
+        near = [s for s in self.settings if s.speedup * (1 + TIE) >= top]
+        return min(
+            near,
+            key=lambda s: (not s.recorded, s.basis.startswith(EXTRAPOLATION), s.intra + s.inter),
+        )
 
     def recommended(self) -> SettingPrediction | None:
         """The setting predicted fastest where it is ``RECOMMEND_GAIN`` faster than the
@@ -120,6 +164,7 @@ class Prediction:
             "residual": self.residual,
             "caller_share": self.caller_share,
             "caller_measured": self.caller_measured,
+            "server": self.server.to_json() if self.server else None,
             "settings": [s.to_json() for s in self.settings],
             "notes": list(self.notes),
         }

@@ -14,15 +14,23 @@ start inside it. Each is a ``Unit``: the main thread's, then one per closure, ea
 - ``JOIN``: the thread waits for the closures it scheduled from inside a wait op (a
   tf.function call) and every closure they scheduled: the replay resumes it when the last
   ends, then runs the rest of the wait op as recorded.
+- ``MARK``: takes no time; the replay notes when the thread reaches it (a request's start
+  or end: ``why`` BEGIN or END, ``units`` the request).
 
 A closure whose Record is not in the step (scheduled from elsewhere) is released at its
 recorded start, counted from the step's start (``release_ns``).
+
+A server's window is one ``StepWork`` with a main unit per request thread, each from the
+window's start to its last request's end: its requests (marked) and the Python between them,
+kept as recorded (``request_work``). Each thread's next request follows its last by the
+recorded gap, as a closed loop of clients does.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +39,9 @@ import pandas as pd
 
 from tftrace.analysis.predict.items import INPUT, PYTHON, WAIT, WORK, Items
 
-CPU, OP, WAITS, SPAWN, JOIN = "cpu", "op", "wait", "spawn", "join"
+CPU, OP, WAITS, SPAWN, JOIN, MARK = "cpu", "op", "wait", "spawn", "join", "mark"
+BEGIN, END = "begin", "end"  # a MARK's edge of its request
+GAP = "gap"  # a CPU segment whose work is not worked out yet (``ns``: its index)
 HOST = "host"  # why a WAIT is kept: the main thread outside ops (PYTHON, INPUT: items.py)
 
 
@@ -66,7 +76,7 @@ class Unit:
 class StepWork:
     step: int
     recorded_ns: int
-    units: tuple[Unit, ...]  # units[0]: the main thread's
+    units: tuple[Unit, ...]  # the main threads' first (units[0]: a loop's main thread)
 
 
 def step_works(items: Items, steps: pd.DataFrame, main: int) -> tuple[StepWork, ...]:
@@ -77,22 +87,43 @@ def step_works(items: Items, steps: pd.DataFrame, main: int) -> tuple[StepWork, 
     out = []
     for step, s, e in steps[["step", "start_ns", "end_ns"]].itertuples(index=False):
         rows = np.flatnonzero((c_start >= s) & (c_start < e))
-        out.append(
-            _one_step(items, by_thread, closures.iloc[rows], int(step), int(s), int(e), main)
-        )
+        units = _units(items, by_thread, closures.iloc[rows], [(main, int(s), int(e))], {}, int(s))
+        out.append(StepWork(int(step), int(e - s), units))
     return tuple(out)
 
 
-def _one_step(
+def request_work(items: Items, requests: pd.DataFrame, origin: int) -> StepWork:
+    """A server's requests (rows with ``thread``, ``start_ns``, ``end_ns``, ``request``) as
+    one unit of work from ``origin``: a main unit per request thread, to its last request's
+    end, with each request marked (``BEGIN`` and ``END``)."""
+    by_thread = {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+    mains, marks = [], {}
+    for thread, mine in requests.groupby("thread", sort=True):
+        mains.append((int(thread), origin, int(mine["end_ns"].max())))
+        marks[int(thread)] = [
+            (int(a), int(b), int(r))
+            for a, b, r in mine[["start_ns", "end_ns", "request"]].itertuples(index=False)
+        ]
+    end = max(b for _, _, b in mains)
+    closures = items.closures
+    c_start = closures["start_ns"].to_numpy()
+    rows = np.flatnonzero((c_start >= origin) & (c_start < end))
+    units = _units(items, by_thread, closures.iloc[rows], mains, marks, origin)
+    return StepWork(0, end - origin, units)
+
+
+def _units(
     items: Items,
     by_thread: dict[int, _ThreadItems],
     closures: pd.DataFrame,
-    step: int,
-    s: int,
-    e: int,
-    main: int,
-) -> StepWork:
-    spans = [(main, s, e)] + [
+    mains: list[tuple[int, int, int]],
+    marks: dict[int, list[tuple[int, int, int]]],
+    origin: int,
+) -> tuple[Unit, ...]:
+    """The main units (``mains``: thread, start, end; ``marks``: each one's requests) and a
+    unit per closure, each closure's parent the unit whose thread wrote its Record."""
+    m = len(mains)
+    spans = list(mains) + [
         (int(t), int(a), int(b))
         for t, a, b in closures[["thread", "start_ns", "end_ns"]].itertuples(index=False)
     ]
@@ -103,20 +134,34 @@ def _one_step(
     for k in sorted(range(len(spans)), key=lambda k: spans[k][1]):
         on_thread[spans[k][0]].append(k)
     starts = {t: [spans[k][1] for k in units] for t, units in on_thread.items()}
-    for k in range(1, len(spans)):
-        parent[k] = _parent(spans, on_thread, starts, int(by[k - 1]), int(scheduled[k - 1]))
+    for k in range(m, len(spans)):
+        parent[k] = _parent(spans, on_thread, starts, int(by[k - m]), int(scheduled[k - m]))
     children: dict[int, list[int]] = defaultdict(list)
-    for k in range(1, len(spans)):
+    for k in range(m, len(spans)):
         if parent[k] >= 0:
             children[int(parent[k])].append(k)
     reach = _reach(spans, children)
-    units = []
+    gaps: list[tuple[int, int]] = []  # an inter-op thread's time between items, worked out once
+    built = []
     for k, (thread, a, b) in enumerate(spans):
-        kids = [(int(scheduled[c - 1]), c) for c in children.get(k, [])]
-        segments = _segments(items, by_thread.get(thread), a, b, k == 0, kids, reach, children)
-        release = None if k == 0 or parent[k] >= 0 else float(a - s)
-        units.append(Unit(thread, k == 0, tuple(segments), release))
-    return StepWork(step, e - s, tuple(units))
+        kids = [(int(scheduled[c - m]), c) for c in children.get(k, [])]
+        requests = marks.get(thread, []) if k < m else []
+        built.append(
+            _segments(by_thread.get(thread), a, b, k < m, kids, reach, children, requests, gaps)
+        )
+    if gaps:
+        ends = np.array(gaps, dtype=np.int64)
+        work = items.rate.work(ends[:, 0], ends[:, 1])
+        built = [[_worked(seg, work) for seg in segments] for segments in built]
+    return tuple(
+        Unit(thread, k < m, tuple(built[k]), None if k < m or parent[k] >= 0 else float(a - origin))
+        for k, (thread, a, _) in enumerate(spans)
+    )
+
+
+def _worked(seg: Segment, work: np.ndarray) -> Segment:
+    """A gap's placeholder (``why`` GAP, ``ns`` its index) with its work filled in."""
+    return Segment(CPU, float(work[int(seg.ns)])) if seg.why == GAP else seg
 
 
 def _parent(
@@ -181,11 +226,10 @@ class _ThreadItems:
     def overlapping(self, a: int, b: int) -> list[Any]:
         lo = int(np.searchsorted(self.start, a - self.longest, side="left"))
         hi = int(np.searchsorted(self.start, b, side="left"))
-        return [self.rows[i] for i in range(lo, hi) if self.end[i] > a]
+        return [self.rows[i] for i in lo + np.flatnonzero(self.end[lo:hi] > a)]
 
 
 def _segments(
-    items: Items,
     mine: _ThreadItems | None,
     a: int,
     b: int,
@@ -193,9 +237,15 @@ def _segments(
     kids: list[tuple[int, int]],
     reach: np.ndarray,
     children: dict[int, list[int]],
+    requests: Sequence[tuple[int, int, int]],
+    gaps: list[tuple[int, int]],
 ) -> list[Segment]:
-    """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between."""
+    """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between,
+    and the start and end of each of ``requests`` (start, end, request) marked."""
     marks: list[_Mark] = []
+    for start, end, request in requests:
+        marks.append(_Mark(start, start, Segment(MARK, why=BEGIN, units=(request,))))
+        marks.append(_Mark(end, end, Segment(MARK, why=END, units=(request,))))
     placed: set[int] = set()
     for row in mine.overlapping(a, b) if mine is not None else ():
         start, end = int(row.start_ns), int(row.end_ns)
@@ -217,22 +267,25 @@ def _segments(
     out: list[Segment] = []
     cursor = a
     for mark in marks:
-        if mark.segment.kind != SPAWN and mark.end <= cursor:
+        if mark.segment.kind not in (SPAWN, MARK) and mark.end <= cursor:
             continue  # inside a span already placed (the thread was waiting)
-        out += _gap(items, cursor, max(mark.start, cursor), main)
+        out += _gap(cursor, max(mark.start, cursor), main, gaps)
         out += [Segment(SPAWN, units=(c,)) for c in mark.spawns]
         segment = mark.segment
         if segment.kind == WAITS and mark.start < cursor:  # cut where it overlaps the last
             segment = Segment(WAITS, float(mark.end - cursor), segment.why)
         out.append(segment)
         cursor = max(cursor, mark.end)
-    out += _gap(items, cursor, b, main)
+    out += _gap(cursor, b, main, gaps)
     return out
 
 
-def _gap(items: Items, a: int, b: int, main: bool) -> list[Segment]:
+def _gap(a: int, b: int, main: bool, gaps: list[tuple[int, int]]) -> list[Segment]:
+    """The main thread's time between items is kept as recorded (Python, dispatch); an
+    inter-op thread's is the executor's work: a placeholder until ``_units`` works it out."""
     if b <= a:
         return []
     if main:
         return [Segment(WAITS, float(b - a), HOST)]
-    return [Segment(CPU, float(items.rate.work(a, b)))]
+    gaps.append((a, b))
+    return [Segment(CPU, float(len(gaps) - 1), GAP)]

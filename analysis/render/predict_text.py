@@ -15,19 +15,32 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 HEADERS = ("intra", "inter", "step ms", "speedup", "binds", "basis")
+SERVER_HEADERS = (
+    *("intra", "inter", "req/s", "mean ms", "p50 ms", "p99 ms"),
+    *("speedup", "binds", "basis"),
+)
 
 
 def headline(p: Prediction) -> list[str]:
     """What was replayed, and on what."""
-    return [
+    lines = [
         f"predicted from {p.path}: recorded at intra-op {p.recorded_intra}, inter-op "
         f"{p.recorded_inter}, on {p.cores_basis}",
         f"window: {p.window_basis}",
     ]
+    if p.server is not None:
+        s = p.server
+        lines.append(
+            f"recorded: {s.requests_per_s:.1f} requests/s, latency mean {s.mean_ms:.2f} ms, "
+            f"p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms"
+        )
+    return lines
 
 
 def prediction_table(p: Prediction) -> Table:
     """One row per setting; the recorded setting is the one whose basis says so."""
+    if p.server is not None:
+        return _server_table(p)
     rows = [
         (
             str(s.intra),
@@ -50,6 +63,40 @@ def prediction_table(p: Prediction) -> Table:
         rows,
         text_columns=0,
         text_at=(4, 5),
+        notes=(calibration, *(f"note: {n}" for n in p.notes)),
+    )
+
+
+def _server_table(p: Prediction) -> Table:
+    rows = []
+    for s in p.settings:
+        served = s.served
+        assert served is not None
+        rows.append(
+            (
+                str(s.intra),
+                str(s.inter),
+                f"{served.requests_per_s:.1f}",
+                f"{served.mean_ms:.2f}",
+                f"{served.p50_ms:.2f}",
+                f"{served.p99_ms:.2f}",
+                f"{s.speedup:.2f}x",
+                s.reason,
+                s.basis,
+            )
+        )
+    calibration = (
+        f"calibration: the replay of the recorded setting makes {p.steps} requests in "
+        f"{p.replayed_ms:.1f} ms, recorded in {p.replayed_ms / (1 + p.residual):.1f} ms "
+        f"(residual {p.residual:+.1%}; at the rate each thread made them); every setting is "
+        "scaled by it; speedup: requests/s over the recorded setting's"
+    )
+    return Table(
+        "predicted requests per second and latency per setting",
+        SERVER_HEADERS,
+        tuple(rows),
+        text_columns=0,
+        text_at=(7, 8),
         notes=(calibration, *(f"note: {n}" for n in p.notes)),
     )
 

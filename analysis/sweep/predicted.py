@@ -6,8 +6,10 @@ What it saves is said (timed runs not made), and so is what it may have missed: 
 setting not run, by its prediction, against the recommended one's, with the model's error
 (``MODEL_ERROR``, the accuracy target of docs/predict.md). Settings the model cannot rank (an
 intra-op pool above 1 from a baseline at intra-op 1) are timed anyway. Where the run cannot be
-predicted at all (a server, a trace without thread-pool events), the whole grid is timed and
-the result says why.
+predicted at all (a trace without thread-pool events, a server with too few requests), the
+whole grid is timed and the result says why. A server swept for a latency percentile
+(``--objective p50`` or ``p99``) is ranked by that percentile's prediction; otherwise by the
+predicted requests (or steps) per second.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.predicting import predict, recorded_sizes
+from tftrace.analysis.predict.result import SettingPrediction
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import Setting, SweepError
 
@@ -106,9 +109,12 @@ class Narrowed:
         }
 
 
-def narrow(run: Run, grid: Sequence[Setting], baseline: Setting, k: int) -> Narrowed:
-    """The baseline, the ``k`` settings of ``grid`` predicted fastest from ``run`` (the
-    baseline recorded), and every setting the model cannot rank."""
+def narrow(
+    run: Run, grid: Sequence[Setting], baseline: Setting, k: int, objective: str = "throughput"
+) -> Narrowed:
+    """The baseline, the ``k`` settings of ``grid`` predicted best from ``run`` (the baseline
+    recorded) by ``objective`` (``throughput``, ``p50``, ``p99``: a server's latency), and
+    every setting the model cannot rank."""
     grid = tuple(grid)
     recorded = recorded_sizes(run)
     if recorded is None:
@@ -135,14 +141,24 @@ def narrow(run: Run, grid: Sequence[Setting], baseline: Setting, k: int) -> Narr
         )
     except TftraceError as e:
         return Narrowed(k, grid, grid, why_not=str(e).removeprefix("predict: "))
-    base_speedup = guess.setting(*pairs[baseline.key()]).speedup
+    base_figure = _figure(guess.setting(*pairs[baseline.key()]), objective)
     speedups, bases = {}, {}
     for s in rankable:
         p = guess.setting(*pairs[s.key()])
-        speedups[s.key()], bases[s.key()] = p.speedup / base_speedup, p.basis
+        speedups[s.key()], bases[s.key()] = _figure(p, objective) / base_figure, p.basis
     others = sorted(
         (s for s in rankable if s.key() != baseline.key()), key=lambda s: -speedups[s.key()]
     )
     keep = {baseline.key()} | {s.key() for s in others[:k]}
     keep |= {s.key() for s in grid if s.key() not in speedups}
     return Narrowed(k, grid, tuple(s for s in grid if s.key() in keep), speedups, bases)
+
+
+def _figure(p: SettingPrediction, objective: str) -> float:
+    """What ranks a setting, higher better: its speedup (steps or requests per second), or
+    for a server swept for a latency percentile, one over that percentile."""
+    served = p.served
+    if served is not None and objective in ("p50", "p99"):
+        latency = served.p50_ms if objective == "p50" else served.p99_ms
+        return 1 / latency if latency > 0 else p.speedup
+    return p.speedup

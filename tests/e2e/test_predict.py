@@ -9,6 +9,11 @@ on the test machine's cores.
   intra-op 1, within 25 % of the measured slowdown.
 - A step that is a ``tf.py_function`` (``py_function_loop.py``): predicted unchanged, within
   10 %, by every setting of the sweep's ladder, and bound by Python.
+- A server of two client threads whose requests are chains of products (``server.py
+  --products``) recorded at inter-op 1, intra-op 1: the two clients' requests take turns on
+  the one inter-op thread; at inter-op 2 they run side by side. The predicted requests/s,
+  mean and p99 latency are within 20 %, 20 % and 30 % of a recording at inter-op 2 (about
+  1.7x the requests/s on 2 cores, measured).
 """
 
 from __future__ import annotations
@@ -128,3 +133,24 @@ def test_a_sweep_of_the_predicted_best_times_fewer_settings_and_finds_inter_2(tm
     ) == (1, 2)
     # the recorded baseline it was predicted from is kept, as the sweep's recorded run
     assert any(s.get("recorded_run") for s in result["settings"])
+
+
+@NEEDS_QUIET_CORES
+def test_a_servers_requests_per_second_and_latency_at_inter_2(tmp_path: Path):
+    args = ("--clients", "2", "--requests", "30", "--products", "700")
+    one = record(tmp_path, "server.py", *args, intra=1, inter=1)
+    two = record(tmp_path, "server.py", *args, intra=1, inter=2)
+    p = predict(load(one), inter=(1, 2))
+    measured = measure(load(two)).requests
+    recorded = measure(load(one)).requests
+    assert measured is not None and recorded is not None
+    gain = measured.throughput / recorded.throughput
+    assert gain > 1.3, gain  # the machine ran the two clients' requests side by side
+    side = p.setting(1, 2).served
+    assert side is not None and p.server is not None
+    assert p.server.requests_per_s == pytest.approx(recorded.throughput)
+    assert side.requests_per_s == pytest.approx(measured.throughput, rel=0.2), (side, gain)
+    latency = measured.latency().iloc[0]
+    assert side.mean_ms == pytest.approx(latency["mean_ms"], rel=0.2), (side, latency)
+    assert side.p99_ms == pytest.approx(latency["p99_ms"], rel=0.3), (side, latency)
+    assert p.setting(1, 1).reason == INTER_OP

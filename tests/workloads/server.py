@@ -1,7 +1,10 @@
 """A server by construction: ``--clients K`` Python threads each serve ``--requests N``
 requests, each request one call of the same tf.function (a small convolutional model, batch
 1), after ``--warmup W`` calls on the main thread (the first traces). ``--pause-ms`` sleeps
-between a client's requests (a server waiting for its next request).
+between a client's requests (a server waiting for its next request). ``--products S``: each
+request is instead a chain of three S x S products (each waits for the one before): at
+intra-op 1 a request's products run on one inter-op thread, so at inter-op 1 two clients'
+requests take turns on it, and at inter-op 2 they run side by side.
 
 The workload times itself: ``--own FILE`` gets its own count, every request's start and end
 (CLOCK_MONOTONIC ns, the clock tftrace's recorder anchors on) and calling thread, so a test
@@ -23,6 +26,7 @@ parser.add_argument("--warmup", type=int, default=3)
 parser.add_argument("--pause-ms", type=float, default=0.0)
 parser.add_argument("--size", type=int, default=32, help="image side")
 parser.add_argument("--own", help="write the workload's own timings (JSON) here")
+parser.add_argument("--products", type=int, default=0, help="a chain of S x S products")
 args = parser.parse_args()
 
 tf.random.set_seed(0)
@@ -41,6 +45,17 @@ def serve(image: tf.Tensor) -> tf.Tensor:
 
 
 image = tf.random.normal((1, args.size, args.size, 3))
+if args.products:
+    side = tf.random.normal((args.products, args.products)) / args.products**0.5
+
+    @tf.function
+    def serve(image: tf.Tensor) -> tf.Tensor:  # the other kind of request
+        x = image
+        for _ in range(3):
+            x = tf.matmul(x, side)
+        return x
+
+    image = tf.random.normal((args.products, args.products))
 for _ in range(args.warmup):
     serve(image)
 

@@ -9,7 +9,20 @@ from builders import MS, stepped_run, two_closures_step
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.predict.items import thread_items
-from tftrace.analysis.predict.step_work import CPU, HOST, JOIN, OP, SPAWN, WAITS, step_works
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.step_work import (
+    BEGIN,
+    CPU,
+    END,
+    HOST,
+    JOIN,
+    MARK,
+    OP,
+    SPAWN,
+    WAITS,
+    request_work,
+    step_works,
+)
 
 MAIN, INTER = Pool.PYTHON_MAIN, Pool.INTER_OP
 
@@ -52,3 +65,31 @@ def test_a_closure_without_its_record_is_released_at_its_recorded_start():
     main, _, b = work.units
     assert b.release_ns == pytest.approx(10.6 * MS)
     assert main.segments[2].units == (1,)  # the join waits for A only: B is not its own
+
+
+def test_a_servers_requests_are_marked_and_replayed_as_a_closed_loop():
+    """Two requests of one thread, each the two-closures call (21 ms at inter-op 1, B waiting
+    for A's thread), 9 ms apart: at inter-op 2, B runs beside A and each request takes
+    about 11 ms; the gap between them is kept."""
+    run = stepped_run([MAIN, INTER], two_closures_step, steps=2)
+    items = thread_items(run, 0, 51 * MS, (0,), 2)
+    requests = pd.DataFrame(
+        {
+            "request": [1, 2],
+            "thread": [0, 0],
+            "start_ns": [0, 30 * MS],
+            "end_ns": [21 * MS, 51 * MS],
+        }
+    )
+    work = request_work(items, requests, 0)
+    main = work.units[0]
+    marks = [(s.why, s.units) for s in main.segments if s.kind == MARK]
+    assert marks == [(BEGIN, (1,)), (END, (1,)), (BEGIN, (2,)), (END, (2,))]
+    assert [u.main for u in work.units] == [True, False, False, False, False]
+    recorded = replay(work, 1, 1, 2, 1)
+    assert recorded.latencies() == pytest.approx({1: 21 * MS, 2: 21 * MS}, rel=0.02)
+    assert recorded.marks[(2, BEGIN)] == pytest.approx(30 * MS, rel=0.02)
+    side_by_side = replay(work, 1, 2, 2, 1)
+    assert side_by_side.latencies() == pytest.approx({1: 11 * MS, 2: 11 * MS}, rel=0.05)
+    # the next request follows the last by its recorded gap (9 ms), not at its recorded time
+    assert side_by_side.marks[(2, BEGIN)] == pytest.approx(20 * MS, rel=0.05)

@@ -45,3 +45,49 @@ def test_a_hostile_path_is_shown_as_text(prediction):
     assert "[bold]x" in str(hostile) and "\x1b" not in str(hostile)
     page = hostile.to_html()
     assert "<b>" not in page and "&lt;b&gt;" in page
+
+
+def test_the_headline_caps_the_best_prediction_at_the_bound(prediction):
+    from types import SimpleNamespace
+
+    from tftrace.analysis.render.core_use_text import predicted_lines
+
+    def lines(bound):
+        use = SimpleNamespace(max_speedup=bound)
+        return " ".join(predicted_lines(SimpleNamespace(prediction=prediction, core_use=use)))
+
+    assert "predicted best: intra 1, inter 2: 1.90x faster (calibrated; 2 settings" in lines(3.0)
+    capped = lines(1.5)
+    assert "1.50x (the bound; the replay says 1.90x) faster" in capped
+    assert "the bound above is its ceiling (1.5x)" in capped
+
+
+def test_the_best_of_settings_predicted_alike_is_inside_what_the_run_shows(prediction):
+    fast = prediction.setting(1, 2)
+    wider = dataclasses.replace(fast, inter=4, speedup=fast.speedup * 1.005, basis="extrapolation")
+    alike = dataclasses.replace(prediction, settings=(*prediction.settings, wider))
+    assert alike.best() == fast
+    faster = dataclasses.replace(wider, speedup=fast.speedup * 1.05)
+    assert dataclasses.replace(prediction, settings=(*prediction.settings, faster)).best() == faster
+
+
+def test_a_servers_table_shows_requests_per_second_and_latency():
+    from builders import served_run
+
+    p = predict(served_run(), inter=(1, 2))
+    table = prediction_table(p)
+    assert table.headers[:7] == (
+        "intra",
+        "inter",
+        "req/s",
+        "mean ms",
+        "p50 ms",
+        "p99 ms",
+        "speedup",
+    )
+    recorded = p.server
+    assert recorded is not None
+    assert list(table.rows[1][:3]) == ["1", "2", f"{recorded.requests_per_s:.1f}"]
+    assert table.rows[0][4] == "15.00" and table.rows[0][6] == "0.81x"
+    text = " ".join(str(p).split())
+    assert f"recorded: {recorded.requests_per_s:.1f} requests/s, latency mean 11.00 ms" in text
