@@ -19,7 +19,7 @@ only waited in, and the inter-op closures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from tftrace.analysis.model.categories import equals, is_in, starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS, WAIT_OP_PREFIXES
+from tftrace.analysis.predict.background import Background, CpuCounters, background
 from tftrace.analysis.predict.recorded_rate import Rate, recorded_rate
 
 # Per op with shards: its row, each worker's shard spans, how many shards, the hand-off (ns),
@@ -66,6 +67,8 @@ class Items:
     caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
     caller_measured: bool = False  # by the OS sampler; else assumed (a whole core)
     split_together: float = 0.0  # share of [lo, hi] with two ops or more split at once
+    background: Background = field(default_factory=Background)  # what else held the cores
+    counters: CpuCounters = field(default_factory=lambda: CpuCounters({}))  # threads' CPU
 
 
 def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores: float) -> Items:
@@ -98,13 +101,41 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
         share,
     )
     busy = _busy(run, items, closures, mains)
-    rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter)
+    held = background(run, lo, hi, mains)
+    counters = CpuCounters.of(run)
+    python = [_python_load(items, counters, main, lo, hi) for main in mains]
+    rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, python)
     on_cpu = cpu_rates(run, busy)
     items = _with_op_work(items, shards, rate, share, on_cpu)
     handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
     together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
     split_together = float(together.time_at_level(3)[2]) / max(hi - lo, 1)
-    return Items(items, closures, rate, handoffs, share, measured is not None, split_together)
+    return Items(
+        items,
+        closures,
+        rate,
+        handoffs,
+        share,
+        measured is not None,
+        split_together,
+        held,
+        counters,
+    )
+
+
+def _python_load(
+    items: pd.DataFrame, counters: CpuCounters, main: int, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A main (or request) thread's time outside its ops over [lo, hi]: (starts, ends, the
+    share of a core it used in each), by the OS sampler."""
+    mine = items[(items["thread"] == main) & (items["what"] == WORK)]
+    s, e = union(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy())
+    starts = np.r_[lo, np.clip(e, lo, hi)]
+    ends = np.r_[np.clip(s, lo, hi), hi]
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    loads = np.array([counters.load_of(main, a, b) for a, b in zip(starts, ends, strict=True)])
+    return starts, ends, loads
 
 
 # Below this much time covered by shards (10 sampler periods at 100 Hz) the OS sampler's

@@ -31,6 +31,7 @@ from tftrace.analysis.metrics.work import SERVER, Work, find_work
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
+from tftrace.analysis.predict.background import Background
 from tftrace.analysis.predict.items import Items, thread_items
 from tftrace.analysis.predict.replay import Replayed, replay
 from tftrace.analysis.predict.result import (
@@ -121,7 +122,9 @@ def predict(
     intras = _values(intra, "intra", cores, notes, rec_intra)
     inters = _values(inter, "inter", cores, notes, rec_inter)
     items = subject.items
-    replays = _Replays(subject.works, cores, rec_intra, items.caller_share, subject.thread_of)
+    replays = _Replays(
+        subject.works, cores, rec_intra, items.caller_share, subject.thread_of, items.background
+    )
     base = replays.span(rec_intra, rec_inter)
     base_latency = replays.latency(rec_intra, rec_inter)
     settings = []
@@ -338,8 +341,10 @@ class _Replays:
         rec_intra: int,
         caller: float,
         thread_of: dict[int, int] | None = None,
+        held: Background | None = None,
     ):
         self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
+        self.held = held or Background()
         self.thread_of = thread_of  # a server's requests: the thread that made each
         self.done: dict[tuple[int, int, int], tuple[float, float, dict[int, float]]] = {}
 
@@ -349,8 +354,10 @@ class _Replays:
         key = (intra, inter, more_cores)
         if key not in self.done:
             cores = self.cores * more_cores
+            held = self.held.at(intra, self.rec_intra)
             steps = [
-                replay(w, intra, inter, cores, self.rec_intra, self.caller) for w in self.works
+                replay(w, intra, inter, cores, self.rec_intra, self.caller, held)
+                for w in self.works
             ]
             latency = {k: ns for r in steps for k, ns in r.latencies().items()}
             span = sum(r.span_ns for r in steps)

@@ -11,6 +11,7 @@ the replay keeps it as recorded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,27 +52,49 @@ def recorded_rate(
     lo: int,
     hi: int,
     lighter: tuple[np.ndarray, np.ndarray, float] | None = None,
+    background: float = 0.0,
+    python: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]] = (),
 ) -> Rate:
     """The rate of each thread's busy intervals (``busy``: one (start, end) pair of arrays per
     thread) on ``cores`` cores over [lo, hi]. ``lighter``: (start, end, share): spans, each
     inside one thread's busy intervals, in which that thread wanted only ``share`` of a core
-    (an op's thread while its shards ran)."""
+    (an op's thread while its shards ran). ``background``: cores held throughout by what the
+    replay does not run; ``python``: (starts, ends, loads) of a thread's spans outside its
+    ops, each wanting ``load`` of a core (its Python)."""
     if hi <= lo:
         return Rate(np.array([lo, lo + 1], dtype=np.float64), np.array([0.0, 1.0]))
     open_ = concurrency([s for s, _ in busy], [e for _, e in busy], lo, hi)
     times, demand = open_.times, open_.values.astype(np.float64)
     if lighter is not None and len(lighter[0]):
         s, e, share = lighter
-        s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
-        edges = sorted_unique(np.concatenate([times, s, e]))
-        at = edges[:-1]
-        demand = demand[np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(demand) - 1)]
-        less = np.zeros(len(edges))
-        np.add.at(less, np.searchsorted(edges, s), 1.0 - share)
-        np.add.at(less, np.searchsorted(edges, e), share - 1.0)
-        demand = np.maximum(demand - np.cumsum(less)[:-1], 0.0)
-        times = edges
+        times, demand = _added(times, demand, s, e, np.full(len(s), share - 1.0), lo, hi)
+    for s, e, load in python:
+        if len(s):
+            times, demand = _added(times, demand, s, e, load, lo, hi)
+    demand = np.maximum(demand, 0.0)
+    busy_now = demand > 0
+    demand = demand + np.where(busy_now, background, 0.0)
     rate = np.minimum(1.0, cores / np.maximum(demand, 1e-9))
     widths = np.diff(times).astype(np.float64)
     cumulative = np.r_[0.0, np.cumsum(widths * rate)]
     return Rate(times.astype(np.float64), cumulative)
+
+
+def _added(
+    times: np.ndarray,
+    demand: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    weight: np.ndarray,
+    lo: int,
+    hi: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``demand`` (a step function at ``times``) with ``weight`` added over each [s, e]."""
+    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
+    edges = sorted_unique(np.concatenate([times, s, e]))
+    at = edges[:-1]
+    demand = demand[np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(demand) - 1)]
+    more = np.zeros(len(edges))
+    np.add.at(more, np.searchsorted(edges, s), weight)
+    np.add.at(more, np.searchsorted(edges, e), -weight)
+    return edges, demand + np.cumsum(more)[:-1]

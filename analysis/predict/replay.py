@@ -16,7 +16,10 @@ A fluid model, event by event:
   At ``intra`` = 1 the op runs inline: serial and parallel parts on its thread.
 - Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
   ``min(1, cores / d)`` of one (processor sharing). ``WAIT`` segments (Python, input, the
-  main thread outside ops) keep their recorded time and take no core.
+  main thread outside ops) keep their recorded time, but for the share of a core their
+  thread used then (its ``load``, by the OS sampler: Python works, a blocked thread does
+  not): that part wants a core and shares them as work does; what the replay does not run
+  (other threads and processes, Eigen's spin) wants ``background`` cores throughout.
 
 The time during which only recorded waits ran (Python, input, the main thread outside ops;
 not the hand-off) is counted apart (``host_ns``): what no thread setting changes.
@@ -70,32 +73,46 @@ class _State:
     unit: int
     main: bool
     seg: int = 0
-    phases: deque[tuple[str, float, float, str]] = field(default_factory=deque)
+    phases: deque[tuple[str, float, float, str, float]] = field(default_factory=deque)
     kind: str = ""  # CPU, INLINE, PAR, WAITS or JOIN
     left: float = 0.0
     cap: float = 1.0  # PAR: the most Eigen workers it can use
     why: str = ""
+    load: float = 0.0  # WAITS: the share of a core it holds while it waits (its Python)
     waits: set[int] = field(default_factory=set)
     on_thread: bool = False
 
 
-def _op_phases(op: OpWork, intra: int, recorded_intra: int) -> list[tuple[str, float, float, str]]:
+def _op_phases(
+    op: OpWork, intra: int, recorded_intra: int
+) -> list[tuple[str, float, float, str, float]]:
     if op.shards and intra > 1:
         cap = op.shards * max(1.0, intra / max(recorded_intra, 1))  # Eigen workers
         return [
-            (CPU, op.serial, 1.0, ""),
-            (WAITS, op.handoff, 1.0, HANDOFF),
-            (PAR, op.parallel, cap, ""),
+            (CPU, op.serial, 1.0, "", 0.0),
+            (WAITS, op.handoff, 1.0, HANDOFF, 0.0),
+            (PAR, op.parallel, cap, "", 0.0),
         ]
-    return [(CPU, op.serial, 1.0, ""), (INLINE if op.shards else CPU, op.parallel, 1.0, "")]
+    return [
+        (CPU, op.serial, 1.0, "", 0.0),
+        (INLINE if op.shards else CPU, op.parallel, 1.0, "", 0.0),
+    ]
 
 
 class _Replay:
     def __init__(
-        self, step: StepWork, intra: int, inter: int, cores: float, rec_intra: int, caller: float
+        self,
+        step: StepWork,
+        intra: int,
+        inter: int,
+        cores: float,
+        rec_intra: int,
+        caller: float,
+        background: float,
     ):
         self.units = step.units
         self.caller = caller
+        self.background = background
         self.intra, self.cores, self.rec_intra = intra, cores, rec_intra
         self.free = inter
         self.done = [False] * len(self.units)
@@ -133,8 +150,14 @@ class _Replay:
         workers = self.intra / len(pars) if pars else 0.0
         lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
         demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
+        demand += self.background + sum(s.load for s in active if s.kind == WAITS)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
-        rates = {s.unit: 1.0 if s.kind == WAITS else share * lanes.get(s.unit, 1.0) for s in active}
+        rates = {
+            s.unit: 1 - s.load + s.load * share
+            if s.kind == WAITS
+            else share * lanes.get(s.unit, 1.0)
+            for s in active
+        }
         dt = min(s.left / rates[s.unit] for s in active)
         if self.releases:
             dt = min(dt, self.releases[0][0] - self.t)
@@ -167,7 +190,7 @@ class _Replay:
         segments = self.units[s.unit].segments
         while True:
             while s.phases:
-                s.kind, s.left, s.cap, s.why = s.phases.popleft()
+                s.kind, s.left, s.cap, s.why, s.load = s.phases.popleft()
                 if s.left > EPS:
                     return
             if s.seg == len(segments):
@@ -191,9 +214,9 @@ class _Replay:
             elif seg.kind == OP and seg.op is not None:
                 s.phases.extend(_op_phases(seg.op, self.intra, self.rec_intra))
             elif seg.kind == CPU:
-                s.phases.append((CPU, seg.ns, 1.0, ""))
+                s.phases.append((CPU, seg.ns, 1.0, "", 0.0))
             elif seg.kind == WAITS:
-                s.phases.append((WAITS, seg.ns, 1.0, seg.why))
+                s.phases.append((WAITS, seg.ns, 1.0, seg.why, seg.load))
 
     def _finish(self, s: _State) -> None:
         self.done[s.unit] = True
@@ -218,8 +241,10 @@ def replay(
     cores: float,
     recorded_intra: int,
     caller: float = 1.0,
+    background: float = 0.0,
 ) -> Replayed:
     """The span of ``step`` replayed on ``inter`` inter-op threads, ``intra`` Eigen workers and
     ``cores`` cores (``recorded_intra``: the pool its shards were recorded on; ``caller``: the
-    share of a core an op's own thread takes, and works with, while its shards run)."""
-    return _Replay(step, intra, inter, cores, recorded_intra, caller).run()
+    share of a core an op's own thread takes, and works with, while its shards run;
+    ``background``: cores held by what the replay does not run, ``background.py``)."""
+    return _Replay(step, intra, inter, cores, recorded_intra, caller, background).run()

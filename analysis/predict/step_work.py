@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +58,11 @@ class OpWork:
 @dataclass(frozen=True)
 class Segment:
     kind: str
-    ns: float = 0.0  # CPU: work; WAIT: wall time
+    ns: float = 0.0  # CPU: work; WAIT: wall time (its part on a CPU undone of the sharing)
     why: str = ""  # WAIT: HOST, PYTHON or INPUT
     op: OpWork | None = None
     units: tuple[int, ...] = ()  # SPAWN: the closure; JOIN: the closures waited for
+    load: float = 0.0  # WAIT: the share of a core the thread used meanwhile (its Python)
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,11 @@ def _units(
     for k, (thread, a, b) in enumerate(spans):
         kids = [(int(scheduled[c - m]), c) for c in children.get(k, [])]
         requests = marks.get(thread, []) if k < m else []
+        load = _loads(items, thread)
         built.append(
-            _segments(by_thread.get(thread), a, b, k < m, kids, reach, children, requests, gaps)
+            _segments(
+                by_thread.get(thread), a, b, k < m, kids, reach, children, requests, gaps, load
+            )
         )
     if gaps:
         ends = np.array(gaps, dtype=np.int64)
@@ -157,6 +161,21 @@ def _units(
         Unit(thread, k < m, tuple(built[k]), None if k < m or parent[k] >= 0 else float(a - origin))
         for k, (thread, a, _) in enumerate(spans)
     )
+
+
+def _loads(items: Items, thread: int) -> Callable[[int, int], tuple[float, float]]:
+    """For a span [a, b] of ``thread`` kept as recorded: its time undone of the recorded
+    sharing of the cores, for the part of it on a CPU (``load``: its CPU over the span, by
+    the OS sampler), and that load."""
+
+    def load(a: int, b: int) -> tuple[float, float]:
+        share = items.counters.load_of(thread, a, b)
+        if share <= 0:
+            return float(b - a), 0.0
+        undone = float(items.rate.work(a, b))
+        return (1 - share) * (b - a) + share * undone, share
+
+    return load
 
 
 def _worked(seg: Segment, work: np.ndarray) -> Segment:
@@ -239,6 +258,7 @@ def _segments(
     children: dict[int, list[int]],
     requests: Sequence[tuple[int, int, int]],
     gaps: list[tuple[int, int]],
+    load: Callable[[int, int], tuple[float, float]],
 ) -> list[Segment]:
     """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between,
     and the start and end of each of ``requests`` (start, end, request) marked."""
@@ -261,7 +281,9 @@ def _segments(
             work = OpWork(float(row.serial), float(row.handoff), float(row.parallel), row.shards)
             marks.append(_Mark(start, end, Segment(OP, op=work)))
         elif row.what in (PYTHON, INPUT):
-            marks.append(_Mark(start, end, Segment(WAITS, float(end - start), str(row.what))))
+            ns, share = load(start, end)
+            kept = Segment(WAITS, ns, str(row.what), load=share)
+            marks.append(_Mark(start, end, kept))
     marks.extend(_Mark(t, t, Segment(SPAWN, units=(c,))) for t, c in kids if c not in placed)
     marks.sort(key=lambda m: (m.start, m.end))
     out: list[Segment] = []
@@ -269,23 +291,31 @@ def _segments(
     for mark in marks:
         if mark.segment.kind not in (SPAWN, MARK) and mark.end <= cursor:
             continue  # inside a span already placed (the thread was waiting)
-        out += _gap(cursor, max(mark.start, cursor), main, gaps)
+        out += _gap(cursor, max(mark.start, cursor), main, gaps, load)
         out += [Segment(SPAWN, units=(c,)) for c in mark.spawns]
         segment = mark.segment
         if segment.kind == WAITS and mark.start < cursor:  # cut where it overlaps the last
-            segment = Segment(WAITS, float(mark.end - cursor), segment.why)
+            segment = Segment(WAITS, float(mark.end - cursor), segment.why, load=segment.load)
         out.append(segment)
         cursor = max(cursor, mark.end)
-    out += _gap(cursor, b, main, gaps)
+    out += _gap(cursor, b, main, gaps, load)
     return out
 
 
-def _gap(a: int, b: int, main: bool, gaps: list[tuple[int, int]]) -> list[Segment]:
-    """The main thread's time between items is kept as recorded (Python, dispatch); an
-    inter-op thread's is the executor's work: a placeholder until ``_units`` works it out."""
+def _gap(
+    a: int,
+    b: int,
+    main: bool,
+    gaps: list[tuple[int, int]],
+    load: Callable[[int, int], tuple[float, float]],
+) -> list[Segment]:
+    """The main thread's time between items is kept as recorded (Python, dispatch), at the
+    CPU it used; an inter-op thread's is the executor's work: a placeholder until ``_units``
+    works it out."""
     if b <= a:
         return []
     if main:
-        return [Segment(WAITS, float(b - a), HOST)]
+        ns, share = load(a, b)
+        return [Segment(WAITS, ns, HOST, load=share)]
     gaps.append((a, b))
     return [Segment(CPU, float(len(gaps) - 1), GAP)]

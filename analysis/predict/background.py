@@ -1,0 +1,103 @@
+"""What else held the cores while the replayed span ran, by the kernel's count: the load the
+replay adds beside the work it runs.
+
+- ``threads``: the process's threads the replay does not run (a BLAS library's pool, tf.data's
+  workers, Python threads that make no request), their CPU over the span, in cores;
+- ``processes``: other processes on the usable CPUs, and the hypervisor's steal (tftrace's
+  own recorder and py-spy left out: they are not there when the workload runs alone);
+- ``spin``: the Eigen workers' CPU outside every region (spinning before they sleep), at the
+  recorded pool size; a pool of ``intra`` workers spins ``intra / recorded`` as much, and
+  none at intra-op 1 (no workers).
+
+Each is an average over the span (the OS sampler reads a few times a second at most for
+processes), taken as steady. A thread's Python (the main thread between ops, a
+``tf.py_function``) is not here: the replay keeps it where it ran, at its own CPU
+(``load_of``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tftrace.analysis.metrics.contention import contention_of
+from tftrace.analysis.metrics.cpu_time import thread_cpu
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
+# The replay runs these threads itself; the profiler's are there only while recording.
+REPLAYED = (Pool.INTER_OP.value, Pool.INTRA_OP.value, Pool.PYTHON_MAIN.value, Pool.PROFILER.value)
+
+
+@dataclass(frozen=True)
+class Background:
+    """Cores held beside the replayed threads (module doc), each an average over the span."""
+
+    threads: float = 0.0
+    processes: float = 0.0
+    spin: float = 0.0
+
+    @property
+    def recorded(self) -> float:
+        """The cores held beside the recorded run."""
+        return self.threads + self.processes + self.spin
+
+    def at(self, intra: int, recorded_intra: int) -> float:
+        """The cores held beside a replay at ``intra`` Eigen workers."""
+        spin = 0.0 if intra <= 1 else self.spin * intra / max(recorded_intra, 1)
+        return self.threads + self.processes + spin
+
+    def to_json(self) -> dict[str, float]:
+        return {"threads": self.threads, "processes": self.processes, "spin": self.spin}
+
+
+def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Background:
+    """The ``Background`` over [lo, hi]; ``replayed``: the Python threads the replay runs
+    (the main thread, a server's request threads). Nothing without the OS sampler."""
+    if hi <= lo or run.samples.empty:
+        return Background()
+    seconds = (hi - lo) / 1e9
+    cpu = thread_cpu(run, (lo, hi))
+    pool = cpu["pool"].astype(str)
+    others = ~pool.isin(REPLAYED) & ~cpu["thread"].isin(replayed)
+    threads = float(cpu.loc[others, "cpu_ns"].clip(lower=0).sum()) / 1e9 / seconds
+    eigen = pool == Pool.INTRA_OP.value
+    spin = float(cpu.loc[eigen, "outside_busy_ns"].clip(lower=0).sum()) / 1e9 / seconds
+    processes = 0.0
+    held = contention_of(run, (lo, hi))
+    if held is not None:
+        outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
+        processes = max(outside, 0.0) / seconds
+    return Background(threads, processes, spin)
+
+
+@dataclass(frozen=True)
+class CpuCounters:
+    """Each sampled thread's cumulative CPU (``t_ns``, ``cpu_ns`` by thread)."""
+
+    by_thread: dict[int, tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, run: Run) -> CpuCounters:
+        out = {}
+        for thread, group in run.samples.groupby("thread", sort=False):
+            if len(group) >= 2:
+                group = group.sort_values("t_ns")
+                out[int(thread)] = (
+                    group["t_ns"].to_numpy(np.float64),
+                    group["cpu_ns"].to_numpy(np.float64),
+                )
+        return cls(out)
+
+    def load_of(self, thread: int, a: float, b: float) -> float:
+        """The share of a core ``thread`` used over [a, b] (its counter interpolated at both
+        ends; 0 where it was not sampled there)."""
+        counter = self.by_thread.get(thread)
+        if counter is None or b <= a:
+            return 0.0
+        t, cpu = counter
+        if a < t[0] or b > t[-1]:
+            return 0.0
+        used = float(np.interp(b, t, cpu) - np.interp(a, t, cpu))
+        return min(max(used / (b - a), 0.0), 1.0)
