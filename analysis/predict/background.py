@@ -74,9 +74,10 @@ def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Backgro
 
 @dataclass(frozen=True)
 class CpuCounters:
-    """Each sampled thread's cumulative CPU (``t_ns``, ``cpu_ns`` by thread)."""
+    """Each sampled thread's cumulative CPU and run-queue wait (``t_ns``, ``cpu_ns``,
+    ``wait_ns`` by thread)."""
 
-    by_thread: dict[int, tuple[np.ndarray, np.ndarray]]
+    by_thread: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
     @classmethod
     def of(cls, run: Run) -> CpuCounters:
@@ -87,17 +88,25 @@ class CpuCounters:
                 out[int(thread)] = (
                     group["t_ns"].to_numpy(np.float64),
                     group["cpu_ns"].to_numpy(np.float64),
+                    group["wait_ns"].to_numpy(np.float64),
                 )
         return cls(out)
 
     def load_of(self, thread: int, a: float, b: float) -> float:
         """The share of a core ``thread`` used over [a, b] (its counter interpolated at both
         ends; 0 where it was not sampled there)."""
+        return self.shares_of(thread, a, b)[0]
+
+    def shares_of(self, thread: int, a: float, b: float) -> tuple[float, float]:
+        """The shares of [a, b] ``thread`` spent on a CPU and waiting for one (the kernel's
+        run queue); (0, 0) where it was not sampled there."""
         counter = self.by_thread.get(thread)
         if counter is None or b <= a:
-            return 0.0
-        t, cpu = counter
+            return 0.0, 0.0
+        t, cpu, wait = counter
         if a < t[0] or b > t[-1]:
-            return 0.0
-        used = float(np.interp(b, t, cpu) - np.interp(a, t, cpu))
-        return min(max(used / (b - a), 0.0), 1.0)
+            return 0.0, 0.0
+        on = float(np.interp(b, t, cpu) - np.interp(a, t, cpu)) / (b - a)
+        queued = float(np.interp(b, t, wait) - np.interp(a, t, wait)) / (b - a)
+        on = min(max(on, 0.0), 1.0)
+        return on, min(max(queued, 0.0), 1.0 - on)

@@ -13,7 +13,8 @@ A fluid model, event by event:
   its own thread, which works at the ``caller`` share of a core the recording showed: the
   ops in their parallel part share the pool (``intra`` / their count each), each up to
   ``shards x intra / recorded intra`` workers (the pool splits finer as it grows, no finer).
-  At ``intra`` = 1 the op runs inline: serial and parallel parts on its thread.
+  At ``intra`` = 1 the op runs inline on its thread: its shards' work alone (what its
+  thread did around them was the split's: ``items.py``).
 - Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
   ``min(1, cores / d)`` of one (processor sharing). ``WAIT`` segments (Python, input, the
   main thread outside ops) keep their recorded time, but for the share of a core their
@@ -93,6 +94,8 @@ def _op_phases(
             (WAITS, op.handoff, 1.0, HANDOFF, 0.0),
             (PAR, op.parallel, cap, "", 0.0),
         ]
+    if op.shards and op.inline >= 0:
+        return [(INLINE, op.inline, 1.0, "", 0.0)]
     return [
         (CPU, op.serial, 1.0, "", 0.0),
         (INLINE if op.shards else CPU, op.parallel, 1.0, "", 0.0),

@@ -53,6 +53,7 @@ class OpWork:
     handoff: float
     parallel: float
     shards: int
+    inline: float = -1.0  # its work run inline (intra-op 1); below 0: serial + parallel
 
 
 @dataclass(frozen=True)
@@ -142,15 +143,27 @@ def _units(
         if parent[k] >= 0:
             children[int(parent[k])].append(k)
     reach = _reach(spans, children)
+    orphans = [(spans[k][1], k) for k in range(m, len(spans)) if parent[k] < 0]
     gaps: list[tuple[int, int]] = []  # an inter-op thread's time between items, worked out once
     built = []
     for k, (thread, a, b) in enumerate(spans):
         kids = [(int(scheduled[c - m]), c) for c in children.get(k, [])]
         requests = marks.get(thread, []) if k < m else []
         load = _loads(items, thread)
+        mine = orphans if k < m else ()
         built.append(
             _segments(
-                by_thread.get(thread), a, b, k < m, kids, reach, children, requests, gaps, load
+                by_thread.get(thread),
+                a,
+                b,
+                k < m,
+                kids,
+                reach,
+                children,
+                requests,
+                gaps,
+                load,
+                mine,
             )
         )
     if gaps:
@@ -164,16 +177,14 @@ def _units(
 
 
 def _loads(items: Items, thread: int) -> Callable[[int, int], tuple[float, float]]:
-    """For a span [a, b] of ``thread`` kept as recorded: its time undone of the recorded
-    sharing of the cores, for the part of it on a CPU (``load``: its CPU over the span, by
-    the OS sampler), and that load."""
+    """For a span [a, b] of ``thread`` kept as recorded: its time without the part it waited
+    in the kernel's run queue (the replay's sharing of the cores puts its own wait there),
+    and the share of what is left that it was on a CPU (its ``load``), by the OS sampler."""
 
     def load(a: int, b: int) -> tuple[float, float]:
-        share = items.counters.load_of(thread, a, b)
-        if share <= 0:
-            return float(b - a), 0.0
-        undone = float(items.rate.work(a, b))
-        return (1 - share) * (b - a) + share * undone, share
+        on, queued = items.counters.shares_of(thread, a, b)
+        left = 1.0 - queued
+        return float(b - a) * left, (on / left if left > 0 else 0.0)
 
     return load
 
@@ -259,6 +270,7 @@ def _segments(
     requests: Sequence[tuple[int, int, int]],
     gaps: list[tuple[int, int]],
     load: Callable[[int, int], tuple[float, float]],
+    orphans: Sequence[tuple[int, int]] = (),
 ) -> list[Segment]:
     """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between,
     and the start and end of each of ``requests`` (start, end, request) marked."""
@@ -270,15 +282,25 @@ def _segments(
     for row in mine.overlapping(a, b) if mine is not None else ():
         start, end = int(row.start_ns), int(row.end_ns)
         inside = sorted((t, c) for t, c in kids if start <= t <= end and c not in placed)
-        if inside and row.what in (WAIT, WORK, INPUT):  # it waits for what it scheduled
+        # a call also waits for the closures that start in it without a Record of the step
+        # (scheduled from a tf.data thread as its input came): they are released as recorded
+        adopted = [c for t, c in orphans if start <= t <= end] if row.what == WAIT else []
+        if (inside or adopted) and row.what in (WAIT, WORK, INPUT):  # it waits for its work
             spawned = tuple(c for _, c in inside)
             placed.update(spawned)
-            first = inside[0][0]
-            until = min(max(int(reach[list(spawned)].max()), first), end)
-            join = Segment(JOIN, units=_descendants(list(spawned), children))
+            first = inside[0][0] if inside else start
+            joined = [*spawned, *adopted]
+            until = min(max(int(reach[joined].max()), first), end)
+            join = Segment(JOIN, units=_descendants(joined, children))
             marks.append(_Mark(first, until, join, spawned))
         elif row.what == WORK:
-            work = OpWork(float(row.serial), float(row.handoff), float(row.parallel), row.shards)
+            work = OpWork(
+                float(row.serial),
+                float(row.handoff),
+                float(row.parallel),
+                row.shards,
+                float(row.inline),
+            )
             marks.append(_Mark(start, end, Segment(OP, op=work)))
         elif row.what in (PYTHON, INPUT):
             ns, share = load(start, end)
@@ -308,6 +330,7 @@ def _gap(
     main: bool,
     gaps: list[tuple[int, int]],
     load: Callable[[int, int], tuple[float, float]],
+    orphans: Sequence[tuple[int, int]] = (),
 ) -> list[Segment]:
     """The main thread's time between items is kept as recorded (Python, dispatch), at the
     CPU it used; an inter-op thread's is the executor's work: a placeholder until ``_units``

@@ -64,7 +64,8 @@ def test_a_closure_without_its_record_is_released_at_its_recorded_start():
     (work,) = step_works(items, one, 0)
     main, _, b = work.units
     assert b.release_ns == pytest.approx(10.6 * MS)
-    assert main.segments[2].units == (1,)  # the join waits for A only: B is not its own
+    # the call waits for B too: it started inside the call (its input came from elsewhere)
+    assert main.segments[2].units == (1, 2)
 
 
 def test_a_servers_requests_are_marked_and_replayed_as_a_closed_loop():
