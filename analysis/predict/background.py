@@ -26,6 +26,18 @@ from tftrace.analysis.metrics.cpu_time import thread_cpu
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
+# The cores left to the replayed threads are at least this share of them, however much
+# others held: a recording on a machine others filled still ran.
+LEAST_LEFT = 0.1
+
+
+def left_to(cores: float, background: float) -> float:
+    """The cores left to the replayed threads beside ``background`` cores held by others:
+    what others hold is theirs, however many threads the pools have (a process pinned to a
+    CPU keeps it, and a shard queued behind it waits for it)."""
+    return max(cores - background, LEAST_LEFT * cores)
+
+
 # The replay runs these threads itself; the profiler's are there only while recording.
 REPLAYED = (Pool.INTER_OP.value, Pool.INTRA_OP.value, Pool.PYTHON_MAIN.value, Pool.PROFILER.value)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.metrics.intervals import concurrency, sorted_unique
+from tftrace.analysis.predict.background import left_to
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,7 @@ def recorded_rate(
         if len(s):
             times, demand = _added(times, demand, s, e, load, lo, hi)
     demand = np.maximum(demand, 0.0)
-    busy_now = demand > 0
-    demand = demand + np.where(busy_now, background, 0.0)
-    rate = np.minimum(1.0, cores / np.maximum(demand, 1e-9))
+    rate = np.minimum(1.0, left_to(cores, background) / np.maximum(demand, 1e-9))
     widths = np.diff(times).astype(np.float64)
     cumulative = np.r_[0.0, np.cumsum(widths * rate)]
     return Rate(times.astype(np.float64), cumulative)

@@ -20,7 +20,8 @@ A fluid model, event by event:
   main thread outside ops) keep their recorded time, but for the share of a core their
   thread used then (its ``load``, by the OS sampler: Python works, a blocked thread does
   not): that part wants a core and shares them as work does; what the replay does not run
-  (other threads and processes, Eigen's spin) wants ``background`` cores throughout.
+  (other threads and processes, Eigen's spin) holds ``background`` cores throughout: the
+  pools share what is left (``left_to``).
 
 The time during which only recorded waits ran (Python, input, the main thread outside ops;
 not the hand-off) is counted apart (``host_ns``): what no thread setting changes.
@@ -31,6 +32,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from tftrace.analysis.predict.background import left_to
 from tftrace.analysis.predict.step_work import (
     BEGIN,
     CPU,
@@ -115,8 +117,9 @@ class _Replay:
     ):
         self.units = step.units
         self.caller = caller
-        self.background = background
-        self.intra, self.cores, self.rec_intra = intra, cores, rec_intra
+        # what others hold is theirs: their share does not shrink as the pools grow (a
+        # process pinned to a CPU keeps it; the shards queued behind it wait for it)
+        self.intra, self.cores, self.rec_intra = intra, left_to(cores, background), rec_intra
         self.free = inter
         self.done = [False] * len(self.units)
         self.states: dict[int, _State] = {}
@@ -153,7 +156,7 @@ class _Replay:
         workers = self.intra / len(pars) if pars else 0.0
         lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
         demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
-        demand += self.background + sum(s.load for s in active if s.kind == WAITS)
+        demand += sum(s.load for s in active if s.kind == WAITS)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
         rates = {
             s.unit: 1 - s.load + s.load * share
