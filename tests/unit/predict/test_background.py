@@ -1,0 +1,82 @@
+"""What else held the cores beside the replayed threads, and the Python a thread ran, by the
+kernel's count: measured from the OS sampler, taken off the cores the pools share."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from builders import MS, cpu_samples_table, sharded_step, stepped_run, two_closures_step
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.predict.background import Background, CpuCounters, background, left_to
+from tftrace.analysis.predict.items import thread_items
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.step_work import HOST, WAITS, step_works
+
+MAIN, INTER, EIGEN, BLAS = Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP, Pool.BLAS_OPENMP
+ONE_STEP = pd.DataFrame({"step": [1], "start_ns": [0], "end_ns": [21 * MS]})
+
+
+def test_what_others_hold_is_theirs_and_the_spin_grows_with_the_pool():
+    held = Background(threads=0.25, processes=0.5, spin=0.25)
+    assert held.recorded == pytest.approx(1.0)
+    assert held.at(1, 2) == pytest.approx(0.75)  # no Eigen workers, no spin
+    assert held.at(4, 2) == pytest.approx(1.25)
+    assert left_to(2, 1.0) == pytest.approx(1.0)
+    assert left_to(2, 5.0) == pytest.approx(0.2)  # a floor: the recording still ran
+
+
+def test_two_closures_side_by_side_gain_nothing_on_the_one_core_others_leave():
+    """At inter-op 1, B waits for A's thread (21 ms); at inter-op 2 they run side by side on 2
+    cores (11 ms), but on the one core a neighbour leaves they share it: about 21 ms again."""
+    run = stepped_run([MAIN, INTER], two_closures_step, steps=1)
+    items = thread_items(run, 0, 21 * MS, 0, 2)
+    (work,) = step_works(items, ONE_STEP, 0)
+    alone = replay(work, 1, 2, 2, 1).span_ns
+    beside = replay(work, 1, 2, 2, 1, background=1.0).span_ns
+    turns = replay(work, 1, 1, 2, 1).span_ns
+    assert alone == pytest.approx(11 * MS, rel=0.02)
+    assert beside == pytest.approx(turns, rel=0.02)
+
+
+def _sampled(run, thread, cpu_rate, wait_rate, end_ms):
+    t = np.arange(0, end_ms + 1, dtype=np.int64) * MS
+    table = cpu_samples_table(thread, 100 + thread, t, (t * cpu_rate).astype(np.int64))
+    table["wait_ns"] = (t * wait_rate).astype(np.int64)
+    return table
+
+
+def test_a_threads_python_keeps_its_blocked_time_and_shares_the_cores_for_its_cpu():
+    """The main thread on a CPU half its time outside ops and in the run queue a quarter: a
+    0.5 ms wait keeps the blocked and on-CPU part (0.375 ms), two thirds of it on a CPU."""
+    run = stepped_run([MAIN, INTER], two_closures_step, steps=1)
+    run = dataclasses.replace(run, samples=_sampled(run, 0, 0.5, 0.25, 30))
+    counters = CpuCounters.of(run)
+    assert counters.shares_of(0, 2 * MS, 10 * MS) == pytest.approx((0.5, 0.25))
+    assert counters.shares_of(1, 0, 10 * MS) == (0.0, 0.0)  # not sampled
+    items = thread_items(run, 0, 21 * MS, 0, 2)
+    (work,) = step_works(items, ONE_STEP, 0)
+    first = work.units[0].segments[0]
+    assert (first.kind, first.why) == (WAITS, HOST)
+    assert first.ns == pytest.approx(0.375 * MS)
+    assert first.load == pytest.approx(2 / 3)
+
+
+def test_the_background_counts_other_threads_and_the_workers_spin():
+    """A BLAS thread on a CPU half the time; an Eigen worker on a CPU throughout, inside its
+    regions 10 ms of every 30: it spun the other 20."""
+    run = stepped_run([MAIN, INTER, EIGEN, EIGEN, BLAS], sharded_step, steps=3, intra=2)
+    samples = pd.concat(
+        [_sampled(run, 4, 0.5, 0.0, 90), _sampled(run, 2, 1.0, 0.0, 90)], ignore_index=True
+    )
+    run = dataclasses.replace(run, samples=samples)
+    held = background(run, 0, 90 * MS, (0,))
+    assert held.threads == pytest.approx(0.5, rel=0.02)
+    assert held.spin == pytest.approx(2 / 3, rel=0.05)
+    assert held.processes == 0  # no machine readings
+    assert background(stepped_run([MAIN, INTER], two_closures_step), 0, 90 * MS, (0,)) == (
+        Background()
+    )
