@@ -2,7 +2,9 @@
 recorded run, without running it.
 
 The window's steps (``metrics.window``: the steady steps by default) are taken apart into
-units of work (``step_work``) and replayed on each setting (``replay``). The replay at the
+units of work (``step_work``) and replayed on each setting (``replay``); a server's window is
+a stretch of its requests replayed together (``serving``), its figures requests per second
+and latency. The replay at the
 recorded setting is the calibration: its time against the recorded one is the residual, and
 every setting's step time is the recorded time over its replayed speedup, so the recorded
 setting predicts itself. What the trace cannot support is refused in one line (a run
@@ -78,8 +80,9 @@ def predict(
     reasons: bool = True,
 ) -> Prediction:
     """Predict the mean step time of each setting of ``intra`` x ``inter`` pool sizes from
-    ``run`` (a loop's steps), on the CPUs it was recorded with (``cpus``: where the run does
-    not say, or to replace it, as ``tftrace analyze --cpus``).
+    ``run`` (a loop's steps; a server's requests per second and latency), on the CPUs it was
+    recorded with (``cpus``: where the run does not say, or to replace it, as ``tftrace
+    analyze --cpus``).
 
     Args:
         intra, inter: the pool sizes to predict (default: those a sweep would try, 1, 2,
@@ -93,8 +96,9 @@ def predict(
         binds, basis), ``print`` shows the table.
 
     Raises:
-        TftraceError: no trace, no steps, a server, unknown pool sizes or CPUs, a thread
-        count below 1, intra-op above 1 for a run recorded at intra-op 1.
+        TftraceError: no trace, no steps, a server with too few requests, unknown pool
+        sizes or CPUs, a thread count below 1, intra-op above 1 for a run recorded at
+        intra-op 1.
 
     Example::
 

@@ -86,10 +86,11 @@ def _server_table(p: Prediction) -> Table:
             )
         )
     calibration = (
-        f"calibration: the replay of the recorded setting makes {p.steps} requests in "
-        f"{p.replayed_ms:.1f} ms, recorded in {p.replayed_ms / (1 + p.residual):.1f} ms "
-        f"(residual {p.residual:+.1%}; at the rate each thread made them); every setting is "
-        "scaled by it; speedup: requests/s over the recorded setting's"
+        f"calibration: replayed at the recorded setting, {p.steps} requests' threads spent "
+        f"{p.replayed_ms:.1f} ms from their first request to their last (summed over the "
+        f"threads) against {p.replayed_ms / (1 + p.residual):.1f} ms recorded (residual "
+        f"{p.residual:+.1%}); every setting is scaled by it; speedup: requests/s over the "
+        "recorded setting's"
     )
     return Table(
         "predicted requests per second and latency per setting",

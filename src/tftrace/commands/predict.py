@@ -1,5 +1,6 @@
-"""``tftrace predict RUN``: each thread setting's step time, predicted from one recorded run
-(its steps replayed on a model of both pools and the cores), without running it."""
+"""``tftrace predict RUN``: each thread setting's step time (a server's requests/s and latency),
+predicted from one recorded run (its steps, or a server's requests, replayed on a model of
+both pools and the cores), without running it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import json
 from tftrace.commands import add_analysis_arguments, analysis_options, load_run, path_kind
 
 NAME = "predict"
-HELP = "predict each thread setting's step time from one recorded run, without running it"
+HELP = (
+    "predict each thread setting's step time (a server's requests/s and latency) from one "
+    "recorded run, without running it"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_analysis_arguments(parser, "whose steps are replayed")
+    add_analysis_arguments(parser, "whose steps (or requests) are replayed")
     for what, pool in (("intra", "intra-op (Eigen)"), ("inter", "inter-op")):
         parser.add_argument(
             f"--{what}",
