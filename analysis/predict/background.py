@@ -12,14 +12,12 @@ replay adds beside the work it runs.
 Each is an average over the span (the OS sampler reads a few times a second at most for
 processes), taken as steady. A thread's Python (the main thread between ops, a
 ``tf.py_function``) is not here: the replay keeps it where it ran, at its own CPU
-(``load_of``).
+(``items.Items.shares_of``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 from tftrace.analysis.metrics.contention import contention_of
 from tftrace.analysis.metrics.cpu_time import thread_cpu
@@ -82,43 +80,3 @@ def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Backgro
         outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
         processes = max(outside, 0.0) / seconds
     return Background(threads, processes, spin)
-
-
-@dataclass(frozen=True)
-class CpuCounters:
-    """Each sampled thread's cumulative CPU and run-queue wait (``t_ns``, ``cpu_ns``,
-    ``wait_ns`` by thread)."""
-
-    by_thread: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-    @classmethod
-    def of(cls, run: Run) -> CpuCounters:
-        out = {}
-        for thread, group in run.samples.groupby("thread", sort=False):
-            if len(group) >= 2:
-                group = group.sort_values("t_ns")
-                out[int(thread)] = (
-                    group["t_ns"].to_numpy(np.float64),
-                    group["cpu_ns"].to_numpy(np.float64),
-                    group["wait_ns"].to_numpy(np.float64),
-                )
-        return cls(out)
-
-    def load_of(self, thread: int, a: float, b: float) -> float:
-        """The share of a core ``thread`` used over [a, b] (its counter interpolated at both
-        ends; 0 where it was not sampled there)."""
-        return self.shares_of(thread, a, b)[0]
-
-    def shares_of(self, thread: int, a: float, b: float) -> tuple[float, float]:
-        """The shares of [a, b] ``thread`` spent on a CPU and waiting for one (the kernel's
-        run queue); (0, 0) where it was not sampled there."""
-        counter = self.by_thread.get(thread)
-        if counter is None or b <= a:
-            return 0.0, 0.0
-        t, cpu, wait = counter
-        if a < t[0] or b > t[-1]:
-            return 0.0, 0.0
-        on = float(np.interp(b, t, cpu) - np.interp(a, t, cpu)) / (b - a)
-        queued = float(np.interp(b, t, wait) - np.interp(a, t, wait)) / (b - a)
-        on = min(max(on, 0.0), 1.0)
-        return on, min(max(queued, 0.0), 1.0 - on)

@@ -26,12 +26,12 @@ import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.metrics.intervals import concurrency, union
-from tftrace.analysis.metrics.ops import closure_owners, op_events
+from tftrace.analysis.metrics.ops import SMALL_SHARD_NS, closure_owners, op_events
 from tftrace.analysis.model.categories import equals, is_in, starts_with
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import ITERATOR_GET_NEXT, PY_FUNCTION_OPS, WAIT_OP_PREFIXES
-from tftrace.analysis.predict.background import Background, CpuCounters, background
+from tftrace.analysis.predict.background import Background, background
 from tftrace.analysis.predict.recorded_rate import Rate, recorded_rate
 
 # Per op with shards: its row, each worker's shard spans, how many shards, the hand-off (ns),
@@ -68,7 +68,13 @@ class Items:
     caller_measured: bool = False  # by the OS sampler; else assumed (a whole core)
     split_together: float = 0.0  # share of [lo, hi] with two ops or more split at once
     background: Background = field(default_factory=Background)  # what else held the cores
-    counters: CpuCounters = field(default_factory=lambda: CpuCounters({}))  # threads' CPU
+    rates: dict[int, CpuRate] = field(default_factory=dict)  # CPU and run queue, by thread
+
+    def shares_of(self, thread: int, a: float, b: float) -> tuple[float, float]:
+        """The shares of [a, b] ``thread`` spent on a CPU and in the kernel's run queue, over
+        its busy time (a request thread's: outside its calls); (0, 0) where not sampled."""
+        rate = self.rates.get(thread)
+        return (0.0, 0.0) if rate is None else rate.shares(a, b)
 
 
 def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores: float) -> Items:
@@ -102,10 +108,13 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
     )
     busy = _busy(run, items, closures, mains)
     held = background(run, lo, hi, mains)
-    counters = CpuCounters.of(run)
-    python = [_python_load(items, counters, main, lo, hi) for main in mains]
-    rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, python)
     on_cpu = cpu_rates(run, busy)
+    # a main (or request) thread's Python: its CPU over its time outside its calls
+    spans = {m: _python_spans(items, m, lo, hi) for m in mains}
+    rates = {**on_cpu, **cpu_rates(run, spans, unbusy=0.0)}
+    python = [(*spans[m], rates.get(m)) for m in mains]
+    loads = [(s, e, _loads(rate, s, e)) for s, e, rate in python]
+    rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
     items = _with_op_work(items, shards, rate, share, on_cpu)
     handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
     together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
@@ -119,23 +128,28 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
         measured is not None,
         split_together,
         held,
-        counters,
+        rates,
     )
 
 
-def _python_load(
-    items: pd.DataFrame, counters: CpuCounters, main: int, lo: int, hi: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A main (or request) thread's time outside its ops over [lo, hi]: (starts, ends, the
-    share of a core it used in each), by the OS sampler."""
-    mine = items[(items["thread"] == main) & (items["what"] == WORK)]
+def _python_spans(
+    items: pd.DataFrame, main: int, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A main (or request) thread's time in [lo, hi] outside its ops, its calls and its input
+    waits: its Python (starts, ends)."""
+    mine = items[items["thread"] == main]
     s, e = union(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy())
     starts = np.r_[lo, np.clip(e, lo, hi)]
     ends = np.r_[np.clip(s, lo, hi), hi]
     keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    loads = np.array([counters.load_of(main, a, b) for a, b in zip(starts, ends, strict=True)])
-    return starts, ends, loads
+    return starts[keep], ends[keep]
+
+
+def _loads(rate: CpuRate | None, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The share of a core a thread used over each span (0 where not sampled)."""
+    if rate is None:
+        return np.zeros(len(starts))
+    return np.array([rate.shares(a, b)[0] for a, b in zip(starts, ends, strict=True)])
 
 
 # Below this much time covered by shards (10 sampler periods at 100 Hz) the OS sampler's
@@ -201,18 +215,35 @@ def _busy(
 @dataclass(frozen=True)
 class CpuRate:
     """A thread's CPU over its busy time (at most 1) in each interval between two of the OS
-    sampler's readings (``times``: the readings; ``rate``: one per interval)."""
+    sampler's readings (``times``: the readings; ``rate``: one per interval), and its wait in
+    the kernel's run queue over the same (``queued``: at most what the CPU leaves)."""
 
     times: np.ndarray
     rate: np.ndarray
+    queued: np.ndarray | None = None
 
     def at(self, t: np.ndarray) -> np.ndarray:
         slot = np.clip(np.searchsorted(self.times, t, side="right") - 1, 0, len(self.rate) - 1)
         return self.rate[slot]
 
+    def shares(self, a: float, b: float) -> tuple[float, float]:
+        """The mean CPU and run-queue shares over [a, b] (each interval weighed by its
+        overlap); (0, 0) outside the readings."""
+        t = self.times.astype(np.float64)
+        if b <= a or a < t[0] or b > t[-1]:
+            return 0.0, 0.0
+        widths = np.diff(t)
+        queued = self.queued if self.queued is not None else np.zeros(len(self.rate))
+        on = np.interp([a, b], t, np.r_[0.0, np.cumsum(self.rate * widths)])
+        waited = np.interp([a, b], t, np.r_[0.0, np.cumsum(queued * widths)])
+        return float(on[1] - on[0]) / (b - a), float(waited[1] - waited[0]) / (b - a)
 
-def cpu_rates(run: Run, busy: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, CpuRate]:
-    """Each busy thread's CPU per busy second, per sampler interval (the kernel's count)."""
+
+def cpu_rates(
+    run: Run, busy: dict[int, tuple[np.ndarray, np.ndarray]], unbusy: float = 1.0
+) -> dict[int, CpuRate]:
+    """Each busy thread's CPU per busy second, per sampler interval (the kernel's count;
+    ``unbusy`` in an interval where it was not busy at all)."""
     samples = run.samples
     out: dict[int, CpuRate] = {}
     if samples.empty:
@@ -223,10 +254,13 @@ def cpu_rates(run: Run, busy: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[
         group = group.sort_values("t_ns")
         t = group["t_ns"].to_numpy()
         cpu = np.diff(group["cpu_ns"].to_numpy().astype(np.float64))
+        wait = np.diff(group["wait_ns"].to_numpy().astype(np.float64))
         starts, ends = busy[int(thread)]
         inside = np.diff(concurrency([starts], [ends], int(t[0]), int(t[-1])).integral_at(t))
-        rate = np.where(inside > 0, np.minimum(cpu / np.maximum(inside, 1.0), 1.0), 1.0)
-        out[int(thread)] = CpuRate(t, rate)
+        per = np.maximum(inside, 1.0)
+        rate = np.where(inside > 0, np.minimum(cpu / per, 1.0), unbusy)
+        queued = np.where(inside > 0, np.clip(wait / per, 0.0, 1.0 - rate), 0.0)
+        out[int(thread)] = CpuRate(t, rate, queued)
     return out
 
 
@@ -285,12 +319,16 @@ def _with_op_work(
     of its split ops' time was covered by no shard, and at intra 1 its ops ran 1.9x
     faster.
 
-    Run inline (``inline``; -1 for an op not split), a split op is its shards' work alone:
-    what its own thread did around and beside them was the split's (scheduling the shards,
-    waking the workers, waiting for them). Measured on 2 cores, op by op (the same 162 ops
-    of a Keras fit of MobileNetV2 recorded at intra-op 2 and at intra-op 1): the ops took
-    180 ms inline, their shards' work was 184 ms, their own threads' work beside it 237 ms
-    more."""
+    Run inline (``inline``; -1 for an op not split), a split op is its shards' work, and its
+    own thread's beside them only where its shards are long (``SMALL_SHARD_NS`` on average):
+    beside long shards the thread ran a block of its own; around and beside short ones it
+    scheduled them, woke the workers and waited for them, the split's cost. Measured on 2
+    cores, op by op (the same 162 ops of a Keras fit of MobileNetV2, shards of about 10 us,
+    recorded at intra-op 2 and at intra-op 1): the ops took 180 ms inline, their shards' work
+    was 184 ms, their own threads' work beside and around it 237 ms more; two chains of
+    300x300 products (shards of hundreds of us) ran 0.68x and 0.84x at intra-op 1, inter-op 1
+    (against 2, 2), predicted 0.96x and 1.01x with the shards' work alone, 0.63x and 0.64x
+    with their threads' beside them."""
     n = len(items)
     serial = rate.work(items["start_ns"].to_numpy(), items["end_ns"].to_numpy())
     handoff, parallel, count = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -302,7 +340,10 @@ def _with_op_work(
         parallel[i] = shard_work + share * covered
         serial[i] = max(serial[i] - covered - delay, 0.0)
         count[i] = k
-        inline[i] = shard_work
+        # beside short shards its thread woke and waited for them; beside long ones it ran
+        # a block of its own (Eigen's and oneDNN's callers do, where the blocks are few)
+        own = share * covered if shard_work >= k * SMALL_SHARD_NS else 0.0
+        inline[i] = shard_work + own
     if shards:  # the pool's wake-up: a longer delay waited for busy workers
         handoff = np.minimum(handoff, float(np.median([d for _, _, _, d, _, _ in shards])))
     for i, *_ in shards:

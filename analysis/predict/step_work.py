@@ -182,7 +182,7 @@ def _loads(items: Items, thread: int) -> Callable[[int, int], tuple[float, float
     and the share of what is left that it was on a CPU (its ``load``), by the OS sampler."""
 
     def load(a: int, b: int) -> tuple[float, float]:
-        on, queued = items.counters.shares_of(thread, a, b)
+        on, queued = items.shares_of(thread, a, b)
         left = 1.0 - queued
         return float(b - a) * left, (on / left if left > 0 else 0.0)
 

@@ -11,7 +11,7 @@ import pytest
 
 from builders import MS, cpu_samples_table, sharded_step, stepped_run, two_closures_step
 from tftrace.analysis.model.pools import Pool
-from tftrace.analysis.predict.background import Background, CpuCounters, background, left_to
+from tftrace.analysis.predict.background import Background, background, left_to
 from tftrace.analysis.predict.items import thread_items
 from tftrace.analysis.predict.replay import replay
 from tftrace.analysis.predict.step_work import HOST, WAITS, step_works
@@ -50,15 +50,28 @@ def _sampled(run, thread, cpu_rate, wait_rate, end_ms):
 
 
 def test_a_threads_python_keeps_its_blocked_time_and_shares_the_cores_for_its_cpu():
-    """The main thread on a CPU half its time outside ops and in the run queue a quarter: a
-    0.5 ms wait keeps the blocked and on-CPU part (0.375 ms), two thirds of it on a CPU."""
-    run = stepped_run([MAIN, INTER], two_closures_step, steps=1)
-    run = dataclasses.replace(run, samples=_sampled(run, 0, 0.5, 0.25, 30))
-    counters = CpuCounters.of(run)
-    assert counters.shares_of(0, 2 * MS, 10 * MS) == pytest.approx((0.5, 0.25))
-    assert counters.shares_of(1, 0, 10 * MS) == (0.0, 0.0)  # not sampled
-    items = thread_items(run, 0, 21 * MS, 0, 2)
-    (work,) = step_works(items, ONE_STEP, 0)
+    """A main thread whose step is 0.5 ms of Python, a 20 ms call, 9.5 ms of Python: on a
+    CPU half its Python time and in the run queue a quarter (the sampler reads it every half
+    millisecond). Its first 0.5 ms keeps the blocked and on-CPU part (0.375 ms), two thirds
+    of it on a CPU."""
+
+    def step(k, t0):
+        call, *rows = two_closures_step(k, t0)
+        return [(*call[:3], t0 + 0.5, t0 + 20.5, *call[5:]), *rows]
+
+    run = stepped_run([MAIN, INTER], step, steps=1)
+    t = np.arange(0, 61, dtype=np.int64) * MS // 2
+    python = (t[1:] <= MS // 2) | (t[:-1] >= 41 * MS // 2)  # each interval outside the call
+    busy = np.r_[0, np.cumsum(np.diff(t) * python)]
+    table = cpu_samples_table(0, 100, t, busy // 2)
+    table["wait_ns"] = busy // 4
+    run = dataclasses.replace(run, samples=table)
+    items = thread_items(run, 0, 30 * MS, 0, 2)
+    assert items.shares_of(0, 22 * MS, 30 * MS) == pytest.approx((0.5, 0.25))
+    assert items.shares_of(0, 5 * MS, 15 * MS) == (0.0, 0.0)  # inside its call: blocked
+    assert items.shares_of(1, 0, 10 * MS) == (0.0, 0.0)  # not sampled
+    one = pd.DataFrame({"step": [1], "start_ns": [0], "end_ns": [30 * MS]})
+    (work,) = step_works(items, one, 0)
     first = work.units[0].segments[0]
     assert (first.kind, first.why) == (WAITS, HOST)
     assert first.ns == pytest.approx(0.375 * MS)
