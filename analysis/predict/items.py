@@ -115,7 +115,7 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
     python = [(*spans[m], rates.get(m)) for m in mains]
     loads = [(s, e, _loads(rate, s, e)) for s, e, rate in python]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
-    items = _with_op_work(items, shards, rate, share, on_cpu, measured is not None)
+    items = _with_op_work(items, shards, rate, share, on_cpu)
     handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
     together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
     split_together = float(together.time_at_level(3)[2]) / max(hi - lo, 1)
@@ -308,7 +308,6 @@ def _with_op_work(
     rate: Rate,
     share: float,
     on_cpu: dict[int, CpuRate],
-    measured: bool = False,
 ) -> pd.DataFrame:
     """``items`` with each op's serial, hand-off and parallel parts and its shard count.
 
@@ -320,17 +319,15 @@ def _with_op_work(
     of its split ops' time was covered by no shard, and at intra 1 its ops ran 1.9x
     faster.
 
-    Run inline (``inline``; -1 for an op not split), a split op is its shards' work. Where
-    the OS sampler read its thread (``measured``), what the thread did around and beside
-    them was the split's cost (scheduling the shards, waking the workers, waiting for them);
-    where it did not, the thread is taken as running a block of its own beside them, as the
-    parallel part takes it (Eigen's and oneDNN's callers do, where the blocks are few).
-    Measured on 2 cores, op by op (the same 162 ops of a Keras fit of MobileNetV2 recorded at
-    intra-op 2 and at intra-op 1): the ops took 180 ms inline, their shards' work was 184
-    ms, their own threads' work beside and around it 237 ms more. Two chains of 300x300
-    products recorded at 2, 2 with too little time under shards for the sampler to measure
-    their threads ran 0.68x and 0.84x at 1, 1: predicted 0.96x and 1.01x with the shards'
-    work alone, 0.63x and 0.64x with their threads' beside them."""
+    Run inline (``inline``; -1 for an op not split), a split op is its shards' work alone:
+    what its own thread did around and beside them was the split's (scheduling the shards,
+    waking the workers, waiting for them). Measured on 2 cores, op by op (the same 162 ops
+    of a Keras fit of MobileNetV2 recorded at intra-op 2 and at intra-op 1): the ops took
+    180 ms inline, their shards' work was 184 ms, their own threads' work beside and around
+    it 237 ms more. Two chains of 300x300 products (the sample traces' workload) ran 0.86x,
+    0.88x and 1.08x at intra-op 1, inter-op 1 against 2, 2: predicted 0.96-1.02x so, and
+    0.57-0.62x with their threads' work beside the shards counted as the op's.
+    """
     n = len(items)
     serial = rate.work(items["start_ns"].to_numpy(), items["end_ns"].to_numpy())
     handoff, parallel, count = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -342,7 +339,7 @@ def _with_op_work(
         parallel[i] = shard_work + share * covered
         serial[i] = max(serial[i] - covered - delay, 0.0)
         count[i] = k
-        inline[i] = shard_work + (0.0 if measured else share * covered)
+        inline[i] = shard_work
     if shards:  # the pool's wake-up: a longer delay waited for busy workers
         handoff = np.minimum(handoff, float(np.median([d for _, _, _, d, _, _ in shards])))
     for i, *_ in shards:

@@ -1,6 +1,7 @@
 """``tftrace predict`` on the checked-in traces: the calibration holds on real steps, the
-two-chain workload (recorded at intra-op 2, inter-op 2) is predicted slower on one thread of
-each pool, a trace without thread-pool events is refused, and bad flags are one line."""
+two-chain workload (recorded at intra-op 2, inter-op 2) on one thread of each pool is
+predicted as it was measured, a trace without thread-pool events is refused, and bad flags
+are one line."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def test_the_recorded_setting_predicts_itself(path):
     recorded = p.setting(2, 2)
     assert recorded.basis == "recorded" and recorded.step_ms == pytest.approx(p.recorded_ms)
     assert abs(p.residual) < 0.10  # the replay places all but a few % of the recorded steps
-    # two independent chains of products: one inter-op thread runs them one after the other,
-    # with no Eigen worker beside it
+    # two independent chains of 300x300 products: one inter-op thread runs them one after the
+    # other, each product whole. Measured on 2 cores (the workload recorded three times at
+    # each setting, quiet cores): 0.86x, 0.88x and 1.08x at 1, 1 against 2, 2 (products this
+    # small gain little from two workers); what binds at 1, 1 is the one inter-op thread.
     serial = p.setting(1, 1)
-    assert serial.speedup < 0.8 and serial.reason == "inter-op threads"
+    assert 0.8 < serial.speedup < 1.15 and serial.reason == "inter-op threads"
 
 
 def test_the_command_prints_the_library_call(capsys: pytest.CaptureFixture[str]):

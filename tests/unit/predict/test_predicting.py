@@ -52,17 +52,19 @@ def test_two_independent_closures_at_inter_1_run_side_by_side_at_inter_2():
 
 
 def test_an_op_with_two_shards_at_intra_2_is_slower_inline():
-    """Recorded at intra-op 2 on 2 CPUs: the op's 10 ms kept its thread and both workers busy
-    (20 ms of work on 2 cores; its shards are long, so its thread ran a block of its own).
-    Inline at intra-op 1 its thread does all 20 ms: a 12 ms step becomes 22 ms."""
+    """Recorded at intra-op 2 on 2 CPUs: the op's 10 ms kept its thread and both workers busy,
+    three threads on 2 cores: each shard was 10 ms at 2/3 of a core, 6.67 ms of work. Inline
+    at intra-op 1 its thread does the shards' work, 13.33 ms (what the op's own thread did
+    beside them was the split's): a 12 ms step becomes 15.33 ms."""
     run = stepped_run([MAIN, INTER, EIGEN_WORKER, EIGEN_WORKER], sharded_step, intra=2)
     p = predict(run, intra=(1, 2, 4), inter=(1,))
     inline, recorded, four = p.settings
     assert recorded.basis == "recorded" and recorded.step_ms == pytest.approx(12)
     assert p.residual == pytest.approx(0, abs=1e-9)
-    assert inline.step_ms == pytest.approx(22)
-    assert inline.speedup == pytest.approx(12 / 22)
-    assert inline.reason == EIGEN and inline.gains[EIGEN] == pytest.approx(22 / 12 - 1)
+    inline_ms = 2 + 2 * 10 * 2 / 3  # the step outside the shards (2 ms), and their work
+    assert inline.step_ms == pytest.approx(inline_ms)
+    assert inline.speedup == pytest.approx(12 / inline_ms)
+    assert inline.reason == EIGEN and inline.gains[EIGEN] == pytest.approx(inline_ms / 12 - 1)
     assert recorded.reason == CORES  # three busy threads on two cores
     assert four.step_ms == pytest.approx(12)  # the cores bind, however many workers
     assert four.basis == "extrapolation: intra 4 > 2 CPUs"
