@@ -15,13 +15,10 @@ extrapolation (more threads than the usable CPUs; more Eigen workers than record
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from tftrace.analysis.metrics.busy import pool_thread_keys
-from tftrace.analysis.metrics.steps import Steps, find_steps
+from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.window import (
     STEADY,
     WindowArg,
@@ -29,23 +26,20 @@ from tftrace.analysis.metrics.window import (
     parse_window,
     resolve_window,
 )
-from tftrace.analysis.metrics.work import SERVER, Work, find_work
-from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.metrics.work import SERVER, find_work
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
-from tftrace.analysis.predict.background import Background
-from tftrace.analysis.predict.items import Items, thread_items
-from tftrace.analysis.predict.replay import Replayed, replay
+from tftrace.analysis.predict.items import Items
+from tftrace.analysis.predict.replays import Replays
 from tftrace.analysis.predict.result import (
     CALIBRATED,
     EXTRAPOLATION,
     RECORDED,
     Prediction,
-    Served,
     SettingPrediction,
 )
-from tftrace.analysis.predict.serving import percentiles_ms, replayed_stretch, window_requests
-from tftrace.analysis.predict.step_work import BEGIN, OpWork, StepWork, request_work, step_works
+from tftrace.analysis.predict.step_work import OpWork, StepWork
+from tftrace.analysis.predict.subject import loop_subject, server_subject
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import ladder
 
@@ -61,8 +55,6 @@ INTER_OP, EIGEN, CORES, CHAIN, HOST_TIME = (
 )
 BINDS = 0.05
 HOST_BOUND = 0.5
-MAX_STEPS = 20  # steps replayed, evenly spread over the window: the replay is Python
-MIN_REQUESTS = 10  # a server's requests in the window, at least, to replay
 RESIDUAL_NOTE = 0.25  # a residual beyond this is said: the model missed the recording
 # A recording with more busy threads than cores, or with ops split over the pool at once, for
 # more of its replayed span than this is said: what that contention cost is in the work it
@@ -119,14 +111,14 @@ def predict(
     steps = find_steps(run)
     span, basis = resolve_window(run, steps, in_recording(parse_window(window, warmup_steps), run))
     if work.shape == SERVER:
-        subject = _server(run, work, span, basis, cores)
+        subject = server_subject(run, work, span, basis, cores)
     else:
-        subject = _loop(run, steps, span, basis, cores)
+        subject = loop_subject(run, steps, span, basis, cores)
     notes: list[str] = []
     intras = _values(intra, "intra", cores, notes, rec_intra)
     inters = _values(inter, "inter", cores, notes, rec_inter)
     items = subject.items
-    replays = _Replays(
+    replays = Replays(
         subject.works, cores, rec_intra, items.caller_share, subject.thread_of, items.background
     )
     base = replays.span(rec_intra, rec_inter)
@@ -182,118 +174,6 @@ def predict(
     )
 
 
-@dataclass(frozen=True)
-class _Subject:
-    """What is replayed: a loop's sampled steps, or a server's stretch of requests (one
-    piece of time), with the recorded figures its predictions are scaled from."""
-
-    works: tuple[StepWork, ...]
-    items: Items
-    basis: str
-    replayed: int  # steps or requests replayed
-    in_window: int  # steps or requests in the window
-    replayed_ns: float  # their recorded span, summed
-    recorded_ms: float  # the window's mean step time, or mean request latency
-    server: Served | None = None  # the window's recorded requests/s and latencies
-    notes: tuple[str, ...] = ()
-    thread_of: dict[int, int] | None = None  # a server's replayed requests: each one's thread
-    stretch_ns: dict[int, float] | None = None  # ... and each one's recorded latency
-
-    def served(
-        self, base: dict[int, float], here: dict[int, float], speedup: float
-    ) -> Served | None:
-        """A server's setting: requests/s by the replayed span; latencies request by request,
-        each the recorded one times its replayed one here over at the recorded setting
-        (``base``), their mean and percentiles then scaled to the window's as the replayed
-        stretch's recorded ones are to it (the recorded setting predicts itself)."""
-        rec, stretch = self.server, self.stretch_ns
-        if rec is None or not stretch:
-            return None
-        ids = [r for r in stretch if base.get(r, 0) > 0 and r in here]
-        recorded = np.array([stretch[r] for r in ids], dtype=np.float64)
-        predicted = np.array([stretch[r] * here[r] / base[r] for r in ids], dtype=np.float64)
-        if not len(ids):
-            return Served(rec.requests_per_s * speedup, rec.mean_ms, rec.p50_ms, rec.p99_ms)
-        (r50, r99), (p50, p99) = percentiles_ms(recorded), percentiles_ms(predicted)
-
-        def scaled(window: float, was: float, now: float) -> float:
-            return window * now / was if was > 0 else now
-
-        return Served(
-            rec.requests_per_s * speedup,
-            scaled(rec.mean_ms, float(recorded.mean()), float(predicted.mean())),
-            scaled(rec.p50_ms, r50, p50),
-            scaled(rec.p99_ms, r99, p99),
-        )
-
-
-def _loop(run: Run, steps: Steps, span: tuple[int, int], basis: str, cores: float) -> _Subject:
-    table = steps.within(span).table
-    if table.empty:
-        raise TftraceError(
-            "predict: no steps to replay (no tf.function or annotation repeated on the main "
-            f"thread in the window: {basis})"
-        )
-    replayed = _sample(table)
-    main = _main_thread(run)
-    lo, hi = int(replayed["start_ns"].min()), int(replayed["end_ns"].max())
-    items = thread_items(run, lo, hi, main, cores)
-    notes = []
-    if len(replayed) < len(table):
-        notes.append(f"{len(replayed)} of the window's {len(table)} steps replayed, evenly spread")
-    return _Subject(
-        step_works(items, replayed, main),
-        items,
-        basis,
-        len(replayed),
-        len(table),
-        float(replayed["duration_ns"].sum()),
-        float(table["duration_ns"].mean()) / 1e6,
-        notes=tuple(notes),
-    )
-
-
-def _server(run: Run, work: Work, span: tuple[int, int], basis: str, cores: float) -> _Subject:
-    requests = window_requests(work, span)
-    if len(requests) < MIN_REQUESTS:
-        raise TftraceError(
-            f"predict: a server with {len(requests)} requests in the window ({basis}): too few "
-            f"to replay (at least {MIN_REQUESTS})"
-        )
-    inter_op = run.regions[np.isin(run.regions["thread"], pool_thread_keys(run, Pool.INTER_OP))]
-    stretch = replayed_stretch(requests, np.sort(inter_op["start_ns"].to_numpy()))
-    origin, end = int(stretch["start_ns"].min()), int(stretch["end_ns"].max())
-    threads = tuple(sorted(int(t) for t in stretch["thread"].unique()))
-    items = thread_items(run, origin, end, threads, cores)
-    latency = requests["latency_ns"].to_numpy()
-    p50, p99 = percentiles_ms(latency)
-    seconds = (span[1] - span[0]) / 1e9
-    recorded = Served(len(requests) / seconds, float(latency.mean()) / 1e6, p50, p99)
-    notes = [
-        f"a server: {len(stretch)} of the window's {len(requests)} requests replayed "
-        f"together{' (consecutive, from its middle)' if len(stretch) < len(requests) else ''}, "
-        f"on {len(threads)} threads; each thread's next request follows its last by the "
-        "recorded gap (a closed loop of clients: requests that arrive at their own pace "
-        "would queue instead)"
-    ]
-    return _Subject(
-        (request_work(items, stretch, origin),),
-        items,
-        basis,
-        len(stretch),
-        len(requests),
-        closed_loop_span(stretch["thread"], stretch["start_ns"]) or float(end - origin),
-        recorded.mean_ms,
-        recorded,
-        tuple(notes),
-        {int(r): int(t) for r, t in zip(stretch["request"], stretch["thread"], strict=True)},
-        {
-            int(r): float(ns)
-            for r, ns in zip(stretch["request"], stretch["latency_ns"], strict=True)
-        },
-    )
-
-
 def _notes(items: Items, works: tuple[StepWork, ...], residual: float) -> list[str]:
     """What makes the figures less sure, in words."""
     notes: list[str] = []
@@ -327,85 +207,6 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float) -> list[s
             "run (no OS samples of it, or too few)"
         )
     return notes
-
-
-class _Replays:
-    """The window's replayed steps on each setting, each replayed once: their total span and
-    the part of it in which only recorded waits ran (ns).
-
-    A server's span is the time each thread took from its first replayed request's start to
-    its last one's, summed over the threads (``closed_loop_span``): whole cycles of request
-    and gap; the stretch's edges, where a thread waits for its first request or has ended,
-    left out."""
-
-    def __init__(
-        self,
-        works: tuple[StepWork, ...],
-        cores: float,
-        rec_intra: int,
-        caller: float,
-        thread_of: dict[int, int] | None = None,
-        held: Background | None = None,
-    ):
-        self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
-        self.held = held or Background()
-        self.thread_of = thread_of  # a server's requests: the thread that made each
-        self.done: dict[tuple[int, int, int], tuple[float, float, dict[int, float]]] = {}
-
-    def _of(
-        self, intra: int, inter: int, more_cores: int = 1
-    ) -> tuple[float, float, dict[int, float]]:
-        key = (intra, inter, more_cores)
-        if key not in self.done:
-            cores = self.cores * more_cores
-            held = self.held.at(intra, self.rec_intra)
-            steps = [
-                replay(w, intra, inter, cores, self.rec_intra, self.caller, held)
-                for w in self.works
-            ]
-            latency = {k: ns for r in steps for k, ns in r.latencies().items()}
-            span = sum(r.span_ns for r in steps)
-            if self.thread_of is not None:
-                span = _closed_loop_span(steps[0], self.thread_of) or span
-            self.done[key] = (
-                span,
-                sum(r.host_ns for r in steps),
-                latency,
-            )
-        return self.done[key]
-
-    def span(self, intra: int, inter: int) -> float:
-        return self._of(intra, inter)[0]
-
-    def host(self, intra: int, inter: int) -> float:
-        return self._of(intra, inter)[1]
-
-    def latency(self, intra: int, inter: int) -> dict[int, float]:
-        """The replayed requests' latencies (ns) by request; empty for a loop."""
-        return self._of(intra, inter)[2]
-
-    def gain(self, intra: int, inter: int, doubled: tuple[int, int, int]) -> float:
-        """How much faster the steps of (intra, inter) would be with one resource doubled."""
-        more = self._of(*doubled)[0]
-        return self.span(intra, inter) / more - 1 if more > 0 else 0.0
-
-
-def _closed_loop_span(replayed: Replayed, thread_of: dict[int, int]) -> float | None:
-    """``closed_loop_span`` of the replayed requests."""
-    begins = [(thread_of[r], t) for (r, edge), t in replayed.marks.items() if edge == BEGIN]
-    return closed_loop_span([b for b, _ in begins], [t for _, t in begins])
-
-
-def closed_loop_span(threads: Iterable[int], begins: Iterable[float]) -> float | None:
-    """The time each thread took from its first request's start to its last one's, summed
-    over the threads: whole cycles of request and gap, each thread's requests weighed by
-    their count (a thread that made two at the warm-up's end barely counts); None where no
-    thread made two requests."""
-    by: dict[int, list[float]] = {}
-    for thread, t in zip(threads, begins, strict=True):
-        by.setdefault(int(thread), []).append(float(t))
-    span = sum(max(b) - min(b) for b in by.values())
-    return span if span > 0 else None
 
 
 def _ops(works: tuple[StepWork, ...]) -> list[OpWork]:
@@ -484,17 +285,3 @@ def _basis(intra: int, inter: int, rec_intra: int, rec_inter: int, cores: float)
     if intra > rec_intra:
         return f"{EXTRAPOLATION}: intra {intra} > recorded {rec_intra}"
     return CALIBRATED
-
-
-def _sample(table: pd.DataFrame) -> pd.DataFrame:
-    if len(table) <= MAX_STEPS:
-        return table
-    rows = np.unique(np.linspace(0, len(table) - 1, MAX_STEPS).round().astype(int))
-    return table.iloc[rows]
-
-
-def _main_thread(run: Run) -> int:
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
-    if main.empty:
-        raise TftraceError("predict: the run's main thread is not known")
-    return int(main.iloc[0])

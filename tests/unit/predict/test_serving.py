@@ -11,7 +11,8 @@ import pytest
 
 from builders import MS, served_run
 from tftrace.analysis.predict import predict
-from tftrace.analysis.predict.predicting import INTER_OP, closed_loop_span
+from tftrace.analysis.predict.predicting import INTER_OP
+from tftrace.analysis.predict.replays import closed_loop_span
 from tftrace.analysis.predict.serving import LEAST_REQUESTS, replayed_stretch
 
 
