@@ -13,7 +13,6 @@ import numpy as np
 from tftrace.analysis.findings.evidence import cpu_row, pool_row, severity_for
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding
 from tftrace.analysis.metrics.busy import pool_thread_keys
-from tftrace.analysis.metrics.ops import SMALL_SHARD_NS
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -32,7 +31,10 @@ CROWD_BLOCKED_CPU_PER_BUSY = 0.5
 # A loop's split ops are small when their shards keep fewer than this share of the Eigen
 # pool busy (a pool kept full is splitting large ops, which one thread would run slower).
 SMALL_SHARDS_POOL_SHARE = 0.5
-# ... and short: their median under ``SMALL_SHARD_NS`` (metrics/ops.py).
+# ... and short: their median under this (ns), the order of a worker's wake-up (6-10 us
+# measured), so that each hand-off is a good part of the work it hands off (measured on 2
+# cores: 9-11 us in the Keras fits below; 137 us to 34 ms for matrix products).
+SMALL_SHARD_NS = 50_000
 # A loop's inter-op threads wait inside their ops when on a CPU for less than this share of
 # their busy time (measured on 2 cores: a Keras fit of a small model at intra 2, 0.32-0.56
 # over four recordings; threads whose ops wait for nothing, 0.97-1.07).

@@ -32,10 +32,6 @@ from tftrace.analysis.model.vocabulary import (
 )
 
 TOP_OP_TYPES = 10  # the op types an analysis shows (``Analysis.top_ops``)
-# A shard is short under this (ns): the order of a worker's wake-up (6-10 us measured), so
-# that each hand-off is a good part of the work it hands off (measured on 2 cores: 9-11 us in
-# Keras fits; 137 us to 34 ms for matrix products).
-SMALL_SHARD_NS = 50_000
 OP_COLUMNS = [
     "thread",
     "pool",

@@ -171,15 +171,15 @@ def server_window(work: Work, warmup_calls: int = 1) -> tuple[int, int] | None:
     return start, int(after["end_ns"].max())
 
 
-def measure_requests(run: Run, work: Work, window: tuple[int, int]) -> Requests:
-    """The requests that start in ``window``, each with its time split (module doc)."""
+def requests_in(work: Work, window: tuple[int, int]) -> pd.DataFrame:
+    """The requests that start in ``window``, numbered from 1 by start: ``request``,
+    ``thread``, ``function``, ``start_ns``, ``end_ns``, ``latency_ns``."""
     lo, hi = window
     units = work.units
-    inside = units[(units["start_ns"] >= lo) & (units["start_ns"] < hi)].reset_index(drop=True)
+    inside = units[(units["start_ns"] >= lo) & (units["start_ns"] < hi)]
     start = inside["start_ns"].to_numpy(dtype=np.int64)
     end = inside["end_ns"].to_numpy(dtype=np.int64)
-    shares = split_request_time(run, units, inside)
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "request": np.arange(1, len(inside) + 1),
             "thread": inside["thread"].to_numpy(),
@@ -189,8 +189,13 @@ def measure_requests(run: Run, work: Work, window: tuple[int, int]) -> Requests:
             "latency_ns": end - start,
         }
     )
-    table[list(REQUEST_CATEGORIES)] = shares
-    return Requests(work.source, table, window, len(units), work.threads)
+
+
+def measure_requests(run: Run, work: Work, window: tuple[int, int]) -> Requests:
+    """The requests that start in ``window``, each with its time split (module doc)."""
+    table = requests_in(work, window)
+    table[list(REQUEST_CATEGORIES)] = split_request_time(run, work.units, table)
+    return Requests(work.source, table, window, len(work.units), work.threads)
 
 
 def _owner_of(thread: np.ndarray, at: np.ndarray, owners: pd.DataFrame) -> np.ndarray:

@@ -58,9 +58,6 @@ class Background:
         spin = 0.0 if intra <= 1 else self.spin * intra / max(recorded_intra, 1)
         return self.threads + self.processes + spin
 
-    def to_json(self) -> dict[str, float]:
-        return {"threads": self.threads, "processes": self.processes, "spin": self.spin}
-
 
 def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Background:
     """The ``Background`` over [lo, hi]; ``replayed``: the Python threads the replay runs

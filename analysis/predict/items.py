@@ -20,9 +20,11 @@ only waited in, and the inter-op closures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.metrics.intervals import concurrency, union
@@ -74,7 +76,10 @@ class Items:
         """The shares of [a, b] ``thread`` spent on a CPU and in the kernel's run queue, over
         its busy time (a request thread's: outside its calls); (0, 0) where not sampled."""
         rate = self.rates.get(thread)
-        return (0.0, 0.0) if rate is None else rate.shares(a, b)
+        if rate is None:
+            return 0.0, 0.0
+        on, queued = rate.shares(a, b)
+        return float(on), float(queued)
 
 
 def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores: float) -> Items:
@@ -112,8 +117,7 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
     # a main (or request) thread's Python: its CPU over its time outside its calls
     spans = {m: _python_spans(items, m, lo, hi) for m in mains}
     rates = {**on_cpu, **cpu_rates(run, spans, unbusy=0.0)}
-    python = [(*spans[m], rates.get(m)) for m in mains]
-    loads = [(s, e, _loads(rate, s, e)) for s, e, rate in python]
+    loads = [(s, e, _loads(rates.get(m), s, e)) for m, (s, e) in spans.items()]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
     items = _with_op_work(items, shards, rate, share, on_cpu)
     handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
@@ -147,9 +151,7 @@ def _python_spans(
 
 def _loads(rate: CpuRate | None, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The share of a core a thread used over each span (0 where not sampled)."""
-    if rate is None:
-        return np.zeros(len(starts))
-    return np.array([rate.shares(a, b)[0] for a, b in zip(starts, ends, strict=True)])
+    return np.zeros(len(starts)) if rate is None else rate.shares(starts, ends)[0]
 
 
 # Below this much time covered by shards (10 sampler periods at 100 Hz) the OS sampler's
@@ -220,23 +222,33 @@ class CpuRate:
 
     times: np.ndarray
     rate: np.ndarray
-    queued: np.ndarray | None = None
+    queued: np.ndarray
 
     def at(self, t: np.ndarray) -> np.ndarray:
         slot = np.clip(np.searchsorted(self.times, t, side="right") - 1, 0, len(self.rate) - 1)
         return self.rate[slot]
 
-    def shares(self, a: float, b: float) -> tuple[float, float]:
-        """The mean CPU and run-queue shares over [a, b] (each interval weighed by its
-        overlap); (0, 0) outside the readings."""
+    @cached_property
+    def _integrals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The readings' times, and the CPU and run-queue shares integrated up to each."""
         t = self.times.astype(np.float64)
-        if b <= a or a < t[0] or b > t[-1]:
-            return 0.0, 0.0
         widths = np.diff(t)
-        queued = self.queued if self.queued is not None else np.zeros(len(self.rate))
-        on = np.interp([a, b], t, np.r_[0.0, np.cumsum(self.rate * widths)])
-        waited = np.interp([a, b], t, np.r_[0.0, np.cumsum(queued * widths)])
-        return float(on[1] - on[0]) / (b - a), float(waited[1] - waited[0]) / (b - a)
+        on = np.r_[0.0, np.cumsum(self.rate * widths)]
+        return t, on, np.r_[0.0, np.cumsum(self.queued * widths)]
+
+    def shares(self, a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """The mean CPU and run-queue shares over each [a, b] (each interval weighed by its
+        overlap); 0 for a span outside the readings or empty."""
+        t, on, queued = self._integrals
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        inside = (b > a) & (a >= t[0]) & (b <= t[-1])
+        width = np.where(inside, b - a, 1.0)
+
+        def mean(integral: np.ndarray) -> np.ndarray:
+            grown = np.interp(b, t, integral) - np.interp(a, t, integral)
+            return np.where(inside, grown / width, 0.0)
+
+        return mean(on), mean(queued)
 
 
 def cpu_rates(

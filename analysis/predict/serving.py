@@ -1,5 +1,5 @@
-"""A server's requests as the replay takes them: those of the window, numbered, and the
-stretch of them replayed.
+"""A server's requests as the replay takes them: the stretch of the window's requests
+(``metrics.requests.requests_in``) replayed.
 
 A server's threads make their requests side by side, so its window is replayed as one piece
 of time (``step_work.request_work``), not step by step; at most ``MAX_REQUESTS``
@@ -14,30 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.work import Work
-
 MAX_REQUESTS = 120  # replayed at most, consecutive, from the middle of the window ...
 MAX_CLOSURES = 8000  # ... and fewer where they hold more inter-op closures than this ...
 LEAST_REQUESTS = 20  # ... but at least this many
 PERCENTILES = (50, 99)
-
-
-def window_requests(work: Work, span: tuple[int, int]) -> pd.DataFrame:
-    """The requests that start in ``span`` (as ``requests.measure_requests`` counts them):
-    ``request`` (numbered from 1), ``thread``, ``start_ns``, ``end_ns``, ``latency_ns``."""
-    units = work.units
-    inside = units[(units["start_ns"] >= span[0]) & (units["start_ns"] < span[1])]
-    start = inside["start_ns"].to_numpy(np.int64)
-    end = inside["end_ns"].to_numpy(np.int64)
-    return pd.DataFrame(
-        {
-            "request": np.arange(1, len(inside) + 1),
-            "thread": inside["thread"].to_numpy(),
-            "start_ns": start,
-            "end_ns": end,
-            "latency_ns": end - start,
-        }
-    )
 
 
 def replayed_stretch(

@@ -53,7 +53,8 @@ class OpWork:
     handoff: float
     parallel: float
     shards: int
-    inline: float = -1.0  # its work run inline (intra-op 1); below 0: serial + parallel
+    inline: float = -1.0  # a split op's work run inline (intra-op 1): its shards' work;
+    # below 0 (not given): serial + parallel
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,8 @@ def _segments(
         out += [Segment(SPAWN, units=(c,)) for c in mark.spawns]
         segment = mark.segment
         if segment.kind == WAITS and mark.start < cursor:  # cut where it overlaps the last
-            segment = Segment(WAITS, float(mark.end - cursor), segment.why, load=segment.load)
+            ns, share = load(cursor, mark.end)
+            segment = Segment(WAITS, ns, segment.why, load=share)
         out.append(segment)
         cursor = max(cursor, mark.end)
     out += _gap(cursor, b, main, gaps, load)
@@ -330,7 +332,6 @@ def _gap(
     main: bool,
     gaps: list[tuple[int, int]],
     load: Callable[[int, int], tuple[float, float]],
-    orphans: Sequence[tuple[int, int]] = (),
 ) -> list[Segment]:
     """The main thread's time between items is kept as recorded (Python, dispatch), at the
     CPU it used; an inter-op thread's is the executor's work: a placeholder until ``_units``

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.requests import requests_in
 from tftrace.analysis.metrics.steps import Steps
 from tftrace.analysis.metrics.work import Work
 from tftrace.analysis.model.pools import Pool
@@ -17,7 +18,7 @@ from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.items import Items, thread_items
 from tftrace.analysis.predict.replays import closed_loop_span
 from tftrace.analysis.predict.result import Served
-from tftrace.analysis.predict.serving import percentiles_ms, replayed_stretch, window_requests
+from tftrace.analysis.predict.serving import percentiles_ms, replayed_stretch
 from tftrace.analysis.predict.step_work import StepWork, request_work, step_works
 from tftrace.errors import TftraceError
 
@@ -101,7 +102,7 @@ def loop_subject(
 def server_subject(
     run: Run, work: Work, span: tuple[int, int], basis: str, cores: float
 ) -> Subject:
-    requests = window_requests(work, span)
+    requests = requests_in(work, span)
     if len(requests) < MIN_REQUESTS:
         raise TftraceError(
             f"predict: a server with {len(requests)} requests in the window ({basis}): too few "

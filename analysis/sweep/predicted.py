@@ -21,6 +21,7 @@ from typing import Any
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.predicting import predict, recorded_sizes
 from tftrace.analysis.predict.result import SettingPrediction
+from tftrace.analysis.sweep.timing import Objective
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import Setting, SweepError
 
@@ -110,7 +111,11 @@ class Narrowed:
 
 
 def narrow(
-    run: Run, grid: Sequence[Setting], baseline: Setting, k: int, objective: str = "throughput"
+    run: Run,
+    grid: Sequence[Setting],
+    baseline: Setting,
+    k: int,
+    objective: Objective = Objective.THROUGHPUT,
 ) -> Narrowed:
     """The baseline, the ``k`` settings of ``grid`` predicted best from ``run`` (the baseline
     recorded) by ``objective`` (``throughput``, ``p50``, ``p99``: a server's latency), and
@@ -154,11 +159,11 @@ def narrow(
     return Narrowed(k, grid, tuple(s for s in grid if s.key() in keep), speedups, bases)
 
 
-def _figure(p: SettingPrediction, objective: str) -> float:
+def _figure(p: SettingPrediction, objective: Objective) -> float:
     """What ranks a setting, higher better: its speedup (steps or requests per second), or
     for a server swept for a latency percentile, one over that percentile."""
     served = p.served
-    if served is not None and objective in ("p50", "p99"):
-        latency = served.p50_ms if objective == "p50" else served.p99_ms
-        return 1 / latency if latency > 0 else p.speedup
-    return p.speedup
+    if served is None or objective is Objective.THROUGHPUT:
+        return p.speedup
+    latency = served.p50_ms if objective is Objective.P50 else served.p99_ms
+    return 1 / latency if latency > 0 else p.speedup

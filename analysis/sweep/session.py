@@ -325,8 +325,7 @@ class _Sweep:
         ((_, path),) = run_recorded(self.options, [base], self._starts)
         self._ended()
         self.baseline_run = path
-        objective = self.plan.objective.value
-        self.narrowed = narrow(load(path), self.options.settings, base, k, objective)
+        self.narrowed = narrow(load(path), self.options.settings, base, k, self.plan.objective)
         self.options = replace(self.options, settings=self.narrowed.settings)
         self.plan = replace(self.plan, options=self.options)
         self.planned = len(self.options.settings) * self.options.repeat
