@@ -13,6 +13,7 @@ from tftrace.analysis.findings.evidence import (
     severity_for,
 )
 from tftrace.analysis.findings.finding import Finding
+from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.metrics.intervals import clip, union
 from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.pools import Pool
@@ -72,7 +73,7 @@ def input_pipeline(run: Run, analysis: Metrics) -> list[Finding]:
     parallel and its own cost is the limit.
     """
     ev = run.events
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
+    main = pool_thread_keys(run, Pool.PYTHON_MAIN)
     lo, hi = analysis.window
     get_next = ev[ev["thread"].isin(main) & starts_with(ev["name"], ITERATOR_GET_NEXT)]
     s, e = union(*clip(get_next["start_ns"].to_numpy(), get_next["end_ns"].to_numpy(), lo, hi))

@@ -66,7 +66,7 @@ def _empty() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _main_on_cpu(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
+    main = pool_thread_keys(run, Pool.PYTHON_MAIN)
     samples = run.samples[run.samples["thread"].isin(main)].sort_values("t_ns")
     if len(samples) < 2:
         return _empty()

@@ -92,6 +92,12 @@ def pool_thread_keys(run: Run, pool: Pool) -> np.ndarray:
     return run.threads.loc[run.threads["pool"] == pool.value, "thread"].to_numpy()
 
 
+def main_thread(run: Run) -> int | None:
+    """The key of the Python main thread; None where the run does not know it."""
+    main = pool_thread_keys(run, Pool.PYTHON_MAIN)
+    return int(main[0]) if len(main) else None
+
+
 def pool_of_threads(run: Run, thread: np.ndarray) -> pd.Categorical:
     """The pool of each thread key (a categorical; missing for a key the run does not have),
     through a table indexed by key: no per-row lookup."""

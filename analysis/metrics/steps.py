@@ -22,12 +22,11 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.breakdown import CATEGORIES, span_breakdowns
-from tftrace.analysis.metrics.busy import trace_window
+from tftrace.analysis.metrics.busy import main_thread, trace_window
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.work import LOOP, find_work
 from tftrace.analysis.model.categories import starts_with
 from tftrace.analysis.model.event_kinds import EventKind
-from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.vocabulary import (
     EAGER_EXECUTE_ANNOTATION_PREFIX,
@@ -140,11 +139,6 @@ def summarize_steps(table: pd.DataFrame) -> StepSummary | None:
     )
 
 
-def _main_thread(run: Run) -> int | None:
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
-    return int(main.iloc[0]) if len(main) else None
-
-
 def _top_level(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Mask of intervals not inside an earlier one (calls nested in calls are one step)."""
     order = np.argsort(start, kind="stable")
@@ -229,7 +223,7 @@ def _user_marked(run: Run) -> tuple[str, np.ndarray, np.ndarray] | None:
 
 def _find_all(run: Run) -> Steps:
     best = _user_marked(run)
-    main = _main_thread(run)
+    main = main_thread(run)
     lo, hi = trace_window(run)
     best_cover = 0
     for source, start, end in _candidates(run, main) if main is not None and not best else []:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import trace_window
+from tftrace.analysis.metrics.busy import pool_thread_keys, trace_window
 from tftrace.analysis.metrics.intervals import first_match_ns
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.steps import Steps
@@ -90,7 +90,7 @@ def measure_warmup(run: Run, steps: Steps, warmup_steps: int = 1) -> Warmup | No
     if count == 0:
         return None
     lo, hi = int(table["start_ns"].iloc[0]), int(table["end_ns"].iloc[count - 1])
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
+    main = pool_thread_keys(run, Pool.PYTHON_MAIN)
     ev = run.events[run.events["thread"].isin(main)]
     ops = op_events(run)
     ops = ops[ops["thread"].isin(main) & ops["eager"]]

@@ -121,6 +121,8 @@ def predict(
     replays = Replays(
         subject.works, cores, rec_intra, items.caller_share, subject.thread_of, items.background
     )
+    replayed = replays.span(rec_intra, rec_inter)
+    charged = replays.charge_crowding(rec_intra, rec_inter, subject.replayed_ns)
     base = replays.span(rec_intra, rec_inter)
     base_latency = replays.latency(rec_intra, rec_inter)
     settings = []
@@ -152,8 +154,8 @@ def predict(
                     served,
                 )
             )
-    residual = base / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
-    notes += [*subject.notes, *_notes(items, subject.works, residual)]
+    residual = replayed / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
+    notes += [*subject.notes, *_notes(items, subject.works, residual, charged)]
     return Prediction(
         run.path,
         rec_intra,
@@ -164,7 +166,7 @@ def predict(
         subject.replayed,
         subject.in_window,
         subject.recorded_ms,
-        base / subject.replayed / 1e6 if subject.server is None else base / 1e6,
+        replayed / subject.replayed / 1e6 if subject.server is None else replayed / 1e6,
         residual,
         tuple(settings),
         tuple(notes),
@@ -174,16 +176,22 @@ def predict(
     )
 
 
-def _notes(items: Items, works: tuple[StepWork, ...], residual: float) -> list[str]:
+def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: float) -> list[str]:
     """What makes the figures less sure, in words."""
     notes: list[str] = []
-    if abs(residual) > RESIDUAL_NOTE:
+    if charged > 0:
+        notes.append(
+            f"{charged:.0%} of the recorded time is not in its replay, and its ops ran split "
+            "while its threads outnumbered the cores: that time is taken as what the crowding "
+            "cost, and charged to each setting by its own crowded time"
+        )
+    elif abs(residual) > RESIDUAL_NOTE:
         notes.append(
             f"the replay of the recorded setting is {residual:+.0%} off the recorded steps: "
             "the trace holds time the model does not place; the speedups are less sure"
         )
     shared = items.rate.shared()
-    if shared > SHARED_NOTE:
+    if charged == 0 and shared > SHARED_NOTE:
         notes.append(
             f"the recording had more busy threads than cores for {shared:.0%} of the replayed "
             "steps' span: the work it holds includes what that contention cost, so settings "

@@ -21,7 +21,14 @@ A fluid model, event by event:
   thread used then (its ``load``, by the OS sampler: Python works, a blocked thread does
   not): that part wants a core and shares them as work does; what the replay does not run
   (other threads and processes, Eigen's spin) holds ``background`` cores throughout: the
-  pools share what is left (``left_to``).
+  pools share what is left (``left_to``). The time an op runs split while the threads that
+  want a core outnumber the cores is counted (``crowded_ns``).
+- The interpreter lock: the CPU part of the waits that run Python (a thread's time outside
+  its ops, a ``tf.py_function``) holds it, so all of them together run at most one core's
+  worth: with Python wanting ``g`` > 1 cores, each gets ``1 / g`` of what it wants. A server's
+  request threads, sped up elsewhere, queue here (measured on 2 cores: four threads serving a
+  small conv net used 0.75 of a core for their Python at inter-op 2 and gained nothing
+  from the settings that sped their ops up).
 
 The time during which only recorded waits ran (Python, input, the main thread outside ops;
 not the hand-off) is counted apart (``host_ns``): what no thread setting changes.
@@ -29,14 +36,17 @@ not the hand-off) is counted apart (``host_ns``): what no thread setting changes
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass, field
 
 from tftrace.analysis.predict.background import left_to
+from tftrace.analysis.predict.items import PYTHON
 from tftrace.analysis.predict.step_work import (
     BEGIN,
     CPU,
     END,
+    HOST,
     JOIN,
     MARK,
     OP,
@@ -47,7 +57,9 @@ from tftrace.analysis.predict.step_work import (
 )
 
 EPS = 1e-6  # ns: what is left of a phase when it is done
+CROWD = 1e-9  # threads wanting a core beyond the cores, at least, for the cores to be crowded
 INLINE, PAR, HANDOFF = "inline", "par", "handoff"
+HOLDS_GIL = (HOST, PYTHON)  # the waits whose CPU part is the interpreter's
 MAX_EVENTS = 10_000_000  # a guard: a step's replay ends, whatever its units hold
 
 
@@ -59,6 +71,9 @@ class Replayed:
     span_ns: float
     host_ns: float
     marks: dict[tuple[int, str], float] = field(default_factory=dict)
+    # the time an op ran split over the Eigen pool while more threads wanted a core than
+    # there were cores (``replays.Replays.charge_crowding``)
+    crowded_ns: float = 0.0
 
     def latencies(self) -> dict[int, float]:
         """Each request's replayed latency (ns), for those whose both marks were reached."""
@@ -130,6 +145,7 @@ class _Replay:
         )
         self.t = 0.0
         self.host = 0.0
+        self.crowded = 0.0
         self.marks: dict[tuple[int, str], float] = {}
 
     def run(self) -> Replayed:
@@ -149,17 +165,20 @@ class _Replay:
                 self.t = self.releases[0][0]
                 continue
             self._advance(active)
-        return Replayed(self.t, self.host, self.marks)
+        return Replayed(self.t, self.host, self.marks, self.crowded)
 
     def _advance(self, active: list[_State]) -> None:
         pars = [s for s in active if s.kind == PAR]
         workers = self.intra / len(pars) if pars else 0.0
         lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
         demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
-        demand += sum(s.load for s in active if s.kind == WAITS)
+        python = sum(s.load for s in active if s.kind == WAITS and s.why in HOLDS_GIL)
+        demand += sum(s.load for s in active if s.kind == WAITS and s.why not in HOLDS_GIL)
+        demand += min(python, 1.0)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
+        locked = min(share, 1.0 / python) if python > 1.0 else share
         rates = {
-            s.unit: 1 - s.load + s.load * share
+            s.unit: 1 - s.load + s.load * (locked if s.why in HOLDS_GIL else share)
             if s.kind == WAITS
             else share * lanes.get(s.unit, 1.0)
             for s in active
@@ -170,6 +189,8 @@ class _Replay:
         dt = max(dt, 0.0)
         if all(s.kind == WAITS and s.why != HANDOFF for s in active):
             self.host += dt
+        if pars and demand > self.cores + CROWD:
+            self.crowded += dt
         self.t += dt
         for s in active:
             s.left -= rates[s.unit] * dt
@@ -204,7 +225,9 @@ class _Replay:
                 return
             seg = segments[s.seg]
             s.seg += 1
-            if seg.kind == SPAWN:
+            if seg.kind == SPAWN and seg.ns > 0:  # an orphan its call releases later
+                bisect.insort(self.releases, (self.t + seg.ns, seg.units[0]))
+            elif seg.kind == SPAWN:
                 self.queue.append(seg.units[0])
             elif seg.kind == MARK:
                 self.marks[(seg.units[0], seg.why)] = self.t

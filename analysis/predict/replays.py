@@ -4,10 +4,16 @@ made once and kept, with a server's span taken over whole request cycles."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from tftrace.analysis.predict.background import Background
 from tftrace.analysis.predict.replay import Replayed, replay
 from tftrace.analysis.predict.step_work import BEGIN, StepWork
+
+# A recording whose cores were crowded while ops ran split (``Replays.charge_crowding``) for
+# less than this share of its replay has its unplaced time scaled with every setting instead:
+# too little crowding to carry it.
+MIN_CROWDED = 0.05
 
 
 class Replays:
@@ -17,7 +23,15 @@ class Replays:
     A server's span is the time each thread took from its first replayed request's start to
     its last one's, summed over the threads (``closed_loop_span``): whole cycles of request
     and gap; the stretch's edges, where a thread waits for its first request or has ended,
-    left out."""
+    left out.
+
+    ``charge_crowding``: where the recording took longer than its replay, and its ops ran
+    split over the Eigen pool while its threads outnumbered the cores, the time the replay
+    did not place is taken as what that crowding cost beyond an even share of the cores (a
+    shard whose worker waits for a core holds up its op, and the op its thread). It is
+    charged to every setting by its own crowded time (``Replayed.crowded_ns``): a setting
+    that splits no op while the cores are crowded (intra-op 1; threads no more than the
+    cores) pays none of it."""
 
     def __init__(
         self,
@@ -31,11 +45,10 @@ class Replays:
         self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
         self.held = held or Background()
         self.thread_of = thread_of  # a server's requests: the thread that made each
-        self.done: dict[tuple[int, int, int], tuple[float, float, dict[int, float]]] = {}
+        self.done: dict[tuple[int, int, int], _Setting] = {}
+        self.per_crowded = 0.0  # span charged per ns of crowded time (``charge_crowding``)
 
-    def _of(
-        self, intra: int, inter: int, more_cores: int = 1
-    ) -> tuple[float, float, dict[int, float]]:
+    def _of(self, intra: int, inter: int, more_cores: int = 1) -> _Setting:
         key = (intra, inter, more_cores)
         if key not in self.done:
             cores = self.cores * more_cores
@@ -44,31 +57,62 @@ class Replays:
                 replay(w, intra, inter, cores, self.rec_intra, self.caller, held)
                 for w in self.works
             ]
-            latency = {k: ns for r in steps for k, ns in r.latencies().items()}
             span = sum(r.span_ns for r in steps)
             if self.thread_of is not None:
                 span = _closed_loop_span(steps[0], self.thread_of) or span
-            self.done[key] = (
+            self.done[key] = _Setting(
                 span,
+                sum(r.span_ns for r in steps),
                 sum(r.host_ns for r in steps),
-                latency,
+                {k: ns for r in steps for k, ns in r.latencies().items()},
+                sum(r.crowded_ns for r in steps),
             )
         return self.done[key]
 
+    def charge_crowding(self, intra: int, inter: int, recorded_ns: float) -> float:
+        """Charge the recorded setting's unplaced time to its crowded time (class doc), where
+        the recording took longer than its replay and the cores were crowded for at least
+        ``MIN_CROWDED`` of the replay; the share of the recorded time so charged (0 where
+        none is)."""
+        base = self._of(intra, inter)
+        unplaced = recorded_ns - base.span_ns
+        if unplaced <= 0 or base.crowded_ns < MIN_CROWDED * base.wall_ns:
+            return 0.0
+        self.per_crowded = unplaced / base.crowded_ns
+        return unplaced / recorded_ns
+
     def span(self, intra: int, inter: int) -> float:
-        return self._of(intra, inter)[0]
+        return self._spanned(self._of(intra, inter))
+
+    def _spanned(self, setting: _Setting) -> float:
+        return setting.span_ns + self.per_crowded * setting.crowded_ns
 
     def host(self, intra: int, inter: int) -> float:
-        return self._of(intra, inter)[1]
+        return self._of(intra, inter).host_ns
 
     def latency(self, intra: int, inter: int) -> dict[int, float]:
-        """The replayed requests' latencies (ns) by request; empty for a loop."""
-        return self._of(intra, inter)[2]
+        """The replayed requests' latencies (ns) by request, each stretched as the setting's
+        span is by its charge; empty for a loop."""
+        setting = self._of(intra, inter)
+        stretch = self._spanned(setting) / setting.span_ns if setting.span_ns > 0 else 1.0
+        return {r: ns * stretch for r, ns in setting.latency.items()}
 
     def gain(self, intra: int, inter: int, doubled: tuple[int, int, int]) -> float:
         """How much faster the steps of (intra, inter) would be with one resource doubled."""
-        more = self._of(*doubled)[0]
+        more = self._spanned(self._of(*doubled))
         return self.span(intra, inter) / more - 1 if more > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One setting's replay: its span (a server's over whole request cycles), wall time,
+    host time and crowded time (ns), and its requests' latencies."""
+
+    span_ns: float
+    wall_ns: float
+    host_ns: float
+    latency: dict[int, float]
+    crowded_ns: float
 
 
 def _closed_loop_span(replayed: Replayed, thread_of: dict[int, int]) -> float | None:

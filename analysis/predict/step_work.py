@@ -18,7 +18,11 @@ start inside it. Each is a ``Unit``: the main thread's, then one per closure, ea
   or end: ``why`` BEGIN or END, ``units`` the request).
 
 A closure whose Record is not in the step (scheduled from elsewhere) is released at its
-recorded start, counted from the step's start (``release_ns``).
+recorded start: after the start of the call that waits for it by as long as it was recorded
+to (a ``SPAWN`` with a delay), or, where no call in the step waits for it, counted from the
+step's start (``release_ns``). The first keeps a sped-up call from waiting for the recorded
+clock: a server's stretch is one long step, and a request near its end would otherwise wait
+for its closures until the time they started in the recording.
 
 A server's window is one ``StepWork`` with a main unit per request thread, each from the
 window's start to its last request's end: its requests (marked) and the Python between them,
@@ -145,6 +149,7 @@ def _units(
             children[int(parent[k])].append(k)
     reach = _reach(spans, children)
     orphans = [(spans[k][1], k) for k in range(m, len(spans)) if parent[k] < 0]
+    adopted: set[int] = set()  # orphans a call releases (``_segments``)
     gaps: list[tuple[int, int]] = []  # an inter-op thread's time between items, worked out once
     built = []
     for k, (thread, a, b) in enumerate(spans):
@@ -165,6 +170,7 @@ def _units(
                 gaps,
                 load,
                 mine,
+                adopted,
             )
         )
     if gaps:
@@ -172,9 +178,17 @@ def _units(
         work = items.rate.work(ends[:, 0], ends[:, 1])
         built = [[_worked(seg, work) for seg in segments] for segments in built]
     return tuple(
-        Unit(thread, k < m, tuple(built[k]), None if k < m or parent[k] >= 0 else float(a - origin))
+        Unit(thread, k < m, tuple(built[k]), _release(k, m, parent, adopted, a - origin))
         for k, (thread, a, _) in enumerate(spans)
     )
+
+
+def _release(
+    k: int, mains: int, parent: np.ndarray, adopted: set[int], offset: int
+) -> float | None:
+    """When closure ``k`` is released counted from the step's start: an orphan no call
+    releases; None for the others."""
+    return None if k < mains or parent[k] >= 0 or k in adopted else float(offset)
 
 
 def _loads(items: Items, thread: int) -> Callable[[int, int], tuple[float, float]]:
@@ -236,6 +250,7 @@ class _Mark:
     end: int
     segment: Segment
     spawns: tuple[int, ...] = ()  # JOIN: the closures scheduled before it
+    delayed: tuple[tuple[int, float], ...] = ()  # JOIN: closures released so long after it
 
 
 @dataclass(frozen=True)
@@ -272,6 +287,7 @@ def _segments(
     gaps: list[tuple[int, int]],
     load: Callable[[int, int], tuple[float, float]],
     orphans: Sequence[tuple[int, int]] = (),
+    adopted: set[int] | None = None,
 ) -> list[Segment]:
     """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between,
     and the start and end of each of ``requests`` (start, end, request) marked."""
@@ -280,20 +296,23 @@ def _segments(
         marks.append(_Mark(start, start, Segment(MARK, why=BEGIN, units=(request,))))
         marks.append(_Mark(end, end, Segment(MARK, why=END, units=(request,))))
     placed: set[int] = set()
+    taken = adopted if adopted is not None else set()
     for row in mine.overlapping(a, b) if mine is not None else ():
         start, end = int(row.start_ns), int(row.end_ns)
         inside = sorted((t, c) for t, c in kids if start <= t <= end and c not in placed)
         # a call also waits for the closures that start in it without a Record of the step
         # (scheduled from a tf.data thread as its input came): they are released as recorded
-        adopted = [c for t, c in orphans if start <= t <= end] if row.what == WAIT else []
-        if (inside or adopted) and row.what in (WAIT, WORK, INPUT):  # it waits for its work
+        late = [(t, c) for t, c in orphans if start <= t <= end] if row.what == WAIT else []
+        if (inside or late) and row.what in (WAIT, WORK, INPUT):  # it waits for its work
             spawned = tuple(c for _, c in inside)
             placed.update(spawned)
             first = inside[0][0] if inside else start
-            joined = [*spawned, *adopted]
+            joined = [*spawned, *(c for _, c in late)]
             until = min(max(int(reach[joined].max()), first), end)
             join = Segment(JOIN, units=_descendants(joined, children))
-            marks.append(_Mark(first, until, join, spawned))
+            released = tuple((c, float(max(t - first, 0))) for t, c in late if c not in taken)
+            taken.update(c for c, _ in released)
+            marks.append(_Mark(first, until, join, spawned, released))
         elif row.what == WORK:
             work = OpWork(
                 float(row.serial),
@@ -313,9 +332,14 @@ def _segments(
     cursor = a
     for mark in marks:
         if mark.segment.kind not in (SPAWN, MARK) and mark.end <= cursor:
+            out += [
+                Segment(SPAWN, max(d - (cursor - mark.start), 0), units=(c,))
+                for c, d in mark.delayed
+            ]
             continue  # inside a span already placed (the thread was waiting)
         out += _gap(cursor, max(mark.start, cursor), main, gaps, load)
         out += [Segment(SPAWN, units=(c,)) for c in mark.spawns]
+        out += [Segment(SPAWN, d, units=(c,)) for c, d in mark.delayed]
         segment = mark.segment
         if segment.kind == WAITS and mark.start < cursor:  # cut where it overlaps the last
             ns, share = load(cursor, mark.end)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.busy import main_thread, pool_thread_keys
 from tftrace.analysis.metrics.requests import requests_in
 from tftrace.analysis.metrics.steps import Steps
 from tftrace.analysis.metrics.work import Work
@@ -81,7 +81,7 @@ def loop_subject(
             f"thread in the window: {basis})"
         )
     replayed = _sample(table)
-    main = main_thread(run)
+    main = _main_thread(run)
     lo, hi = int(replayed["start_ns"].min()), int(replayed["end_ns"].max())
     items = thread_items(run, lo, hi, main, cores)
     notes = []
@@ -149,8 +149,8 @@ def _sample(table: pd.DataFrame) -> pd.DataFrame:
     return table.iloc[rows]
 
 
-def main_thread(run: Run) -> int:
-    main = run.threads.loc[run.threads["pool"] == Pool.PYTHON_MAIN.value, "thread"]
-    if main.empty:
+def _main_thread(run: Run) -> int:
+    main = main_thread(run)
+    if main is None:
         raise TftraceError("predict: the run's main thread is not known")
-    return int(main.iloc[0])
+    return main

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tftrace.analysis.predict.items import INPUT
 from tftrace.analysis.predict.replay import replay
 from tftrace.analysis.predict.step_work import (
     CPU,
@@ -114,3 +115,44 @@ def test_a_closure_scheduled_elsewhere_starts_when_it_did():
     done = replay(StepWork(1, 0, (main, late)), 1, 1, 2, 1)
     assert done.span_ns == pytest.approx(7 * MS)
     assert done.host_ns == pytest.approx(2 * MS)  # the wait for the release is not host time
+
+
+def python_threads(*loads: float, ms: float = 10) -> StepWork:
+    """One main unit per ``loads``: ``ms`` of Python outside any op, on a CPU ``load`` of it."""
+    units = tuple(Unit(0, True, (Segment(WAITS, ms * MS, HOST, load=load),)) for load in loads)
+    return StepWork(1, 0, units)
+
+
+def test_python_on_several_threads_shares_the_interpreter_lock():
+    # two threads each on a CPU all of 10 ms: one core's worth of Python at a time, 20 ms
+    assert replay(python_threads(1.0, 1.0), 1, 1, 4, 1).span_ns == pytest.approx(20 * MS)
+    # half a core each: they fit in one core's worth side by side
+    assert replay(python_threads(0.5, 0.5), 1, 1, 4, 1).span_ns == pytest.approx(10 * MS)
+    # three at half a core: 1.5 cores of Python, so each one's CPU half moves at 1 / 1.5
+    # of its pace and its waiting half as recorded: 10 ms at 0.5 + 0.5 / 1.5
+    threads = python_threads(0.5, 0.5, 0.5)
+    assert replay(threads, 1, 1, 4, 1).span_ns == pytest.approx(10 * MS / (0.5 + 0.5 / 1.5))
+
+
+def test_an_input_wait_does_not_hold_the_interpreter_lock():
+    units = tuple(Unit(0, True, (Segment(WAITS, 10 * MS, INPUT, load=1.0),)) for _ in range(2))
+    assert replay(StepWork(1, 0, units), 1, 1, 4, 1).span_ns == pytest.approx(10 * MS)
+
+
+def test_a_closure_a_call_releases_late_follows_the_call_not_the_recorded_clock():
+    # 3 ms of Python, then a call that releases a 1 ms closure 5 ms after it starts and waits
+    main = Unit(
+        0,
+        True,
+        (
+            Segment(WAITS, 3 * MS, HOST),
+            Segment(SPAWN, 5 * MS, units=(1,)),
+            Segment(JOIN, units=(1,)),
+        ),
+    )
+    step = StepWork(1, 0, (main, Unit(1, False, (Segment(CPU, 1 * MS),))))
+    assert replay(step, 1, 1, 2, 1).span_ns == pytest.approx(9 * MS)
+    # the Python before the call twice as fast: the closure comes 1.5 ms sooner with it
+    faster = Unit(0, True, (Segment(WAITS, 1.5 * MS, HOST), *main.segments[1:]))
+    step = StepWork(1, 0, (faster, step.units[1]))
+    assert replay(step, 1, 1, 2, 1).span_ns == pytest.approx(7.5 * MS)

@@ -53,7 +53,7 @@ def test_the_two_closures_step():
     assert a.release_ns is None and b.release_ns is None and a.thread == b.thread == 1
 
 
-def test_a_closure_without_its_record_is_released_at_its_recorded_start():
+def test_a_closure_without_its_record_is_released_by_the_call_that_waits_for_it():
     def step(k, t0):
         rows = two_closures_step(k, t0)
         return [r for r in rows if not (r[1] == "ThreadpoolListener::Record" and r[0] == 1)]
@@ -63,9 +63,13 @@ def test_a_closure_without_its_record_is_released_at_its_recorded_start():
     one = pd.DataFrame({"step": [1], "start_ns": [0], "end_ns": [21 * MS]})
     (work,) = step_works(items, one, 0)
     main, _, b = work.units
-    assert b.release_ns == pytest.approx(10.6 * MS)
-    # the call waits for B too: it started inside the call (its input came from elsewhere)
-    assert main.segments[2].units == (1, 2)
+    # B started inside the call (its input came from elsewhere): the call releases it as
+    # long after its first Record (0.5 ms) as it started (10.6 ms), and waits for it too
+    assert b.release_ns is None
+    (released,) = [s for s in main.segments if s.kind == SPAWN and s.units == (2,)]
+    assert released.ns == pytest.approx(10.1 * MS)
+    (join,) = [s for s in main.segments if s.kind == JOIN]
+    assert join.units == (1, 2)
 
 
 def test_a_servers_requests_are_marked_and_replayed_as_a_closed_loop():

@@ -1,0 +1,73 @@
+"""The time a recording spent beyond its replay, on cores its threads crowded while ops ran
+split, charged to each setting by its own crowded time (``Replays.charge_crowding``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.replays import Replays
+from tftrace.analysis.predict.step_work import (
+    CPU,
+    JOIN,
+    OP,
+    SPAWN,
+    OpWork,
+    Segment,
+    StepWork,
+    Unit,
+)
+
+MS = 1e6
+
+
+def split_beside_busy() -> StepWork:
+    """The main thread schedules a split op (20 ms of shards' work, 2 shards) and a closure of
+    20 ms of CPU work beside it, and waits for both."""
+    main = Unit(
+        0,
+        True,
+        (Segment(SPAWN, units=(1,)), Segment(SPAWN, units=(2,)), Segment(JOIN, units=(1, 2))),
+    )
+    split = Unit(1, False, (Segment(OP, op=OpWork(0.0, 0.0, 20 * MS, 2, 20 * MS)),))
+    busy = Unit(2, False, (Segment(CPU, 20 * MS),))
+    return StepWork(1, 0, (main, split, busy))
+
+
+def replays() -> Replays:
+    return Replays((split_beside_busy(),), cores=2, rec_intra=2, caller=1.0)
+
+
+def test_a_split_op_beside_other_work_crowds_the_cores_only_with_a_pool():
+    # intra 2: the op's thread and two workers beside the busy closure want 4 cores of 2
+    assert replay(split_beside_busy(), 2, 2, 2, 2).crowded_ns > 0
+    # intra 1: the op runs inline, two threads on two cores
+    assert replay(split_beside_busy(), 1, 2, 2, 2).crowded_ns == 0
+
+
+def test_the_unplaced_time_of_a_crowded_recording_is_charged_by_crowded_time():
+    plain = replays()
+    recorded = 1.25 * plain.span(2, 2)
+    inline = plain.span(1, 2)
+    charged = replays()
+    assert charged.charge_crowding(2, 2, recorded) == pytest.approx(0.2)
+    assert charged.span(2, 2) == pytest.approx(recorded)  # the recorded setting predicts itself
+    assert charged.span(1, 2) == pytest.approx(inline)  # no op split, no crowding: no charge
+    # a setting that crowds the cores twice as long pays twice as much
+    more = replay(split_beside_busy(), 4, 2, 2, 2)
+    base = replay(split_beside_busy(), 2, 2, 2, 2)
+    per = (recorded - base.span_ns) / base.crowded_ns
+    assert charged.span(4, 2) == pytest.approx(more.span_ns + per * more.crowded_ns)
+
+
+def test_a_replay_slower_than_the_recording_is_not_charged():
+    plain = replays()
+    recorded = 0.9 * plain.span(2, 2)
+    assert plain.charge_crowding(2, 2, recorded) == 0.0
+    assert plain.span(2, 2) == pytest.approx(recorded / 0.9)
+
+
+def test_a_recording_whose_cores_were_not_crowded_is_not_charged():
+    # recorded at intra 1: nothing ran split, however long the recording took
+    plain = replays()
+    assert plain.charge_crowding(1, 2, 2 * plain.span(1, 2)) == 0.0
