@@ -56,7 +56,6 @@ import diagnosis as d
 import pandas as pd
 
 import tftrace
-from tftrace.analysis.predict.result import RECOMMEND_GAIN
 from tftrace.errors import TftraceError
 
 SPEARMAN_TARGET = 0.9
@@ -79,6 +78,7 @@ class Scored:
     predicted_recommendation: str | None = None  # a --predict K sweep's
     grid_size: int = 0
     notes: list[str] = field(default_factory=list)
+    pick: tuple[int, int] | None = None  # what the prediction recommends, else the recorded
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -91,14 +91,11 @@ class Scored:
         return float(f["predicted_s"].corr(f["measured_s"], method="spearman"))
 
     def picked(self) -> pd.Series:
-        """The setting the prediction recommends: the fastest predicted, where it is
-        ``RECOMMEND_GAIN`` faster than the recorded one (``Prediction.recommended``, which
+        """The setting the prediction recommends (``Prediction.recommended``, which
         ``analyze --predict`` names), else the recorded one."""
         f = self.frame
-        fastest = f.loc[f["predicted_s"].idxmin()]
-        if fastest["pred_speedup"] >= RECOMMEND_GAIN or not f["recorded"].any():
-            return fastest
-        return f[f["recorded"]].iloc[0]
+        at = (f["intra"] == self.pick[0]) & (f["inter"] == self.pick[1]) if self.pick else None
+        return f[at].iloc[0] if at is not None and at.any() else f[f["recorded"]].iloc[0]
 
     def best_within(self) -> bool | None:
         f = self.frame
@@ -165,6 +162,8 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
                 "reason": p.reason,
             }
         )
+    pick = guess.recommended() or recorded
+    s.pick = (pick.intra, pick.inter)
     s.recommended = _recommendation(rows, outcome.recorded)
     s.predicted_recommendation = _recommendation(_predicted_k(rows, s, PREDICT_K), outcome.recorded)
     return s

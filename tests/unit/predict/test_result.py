@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from builders import stepped_run, two_closures_step
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.predict import predict
+from tftrace.analysis.predict.result import CALIBRATED, EXTRAPOLATION, RECORDED
 
 
 @pytest.fixture(scope="module")
@@ -38,3 +40,41 @@ def test_best_and_one_setting(prediction):
     with pytest.raises(KeyError):
         prediction.setting(2, 2)
     assert repr(prediction) == "<Prediction .: 2 settings, best intra 1 inter 2 (1.90x)>"
+
+
+def with_speedups(prediction, *rows):
+    """``prediction`` with settings (intra, inter, speedup, basis) instead of its own."""
+    settings = tuple(
+        dataclasses.replace(prediction.settings[1], intra=i, inter=k, speedup=x, basis=basis)
+        for i, k, x, basis in rows
+    )
+    return dataclasses.replace(prediction, settings=settings)
+
+
+def test_the_best_is_an_extrapolation_only_clearly_faster(prediction):
+    beyond = f"{EXTRAPOLATION}: inter 4 > 2 CPUs"
+    near = with_speedups(
+        prediction, (1, 1, 1.0, RECORDED), (1, 2, 2.0, CALIBRATED), (1, 4, 2.06, beyond)
+    )
+    assert (near.best().intra, near.best().inter) == (1, 2)
+    clear = with_speedups(
+        prediction, (1, 1, 1.0, RECORDED), (1, 2, 2.0, CALIBRATED), (1, 4, 2.2, beyond)
+    )
+    assert (clear.best().intra, clear.best().inter) == (1, 4)
+
+
+def test_among_settings_as_fast_the_recorded_then_the_fewest_threads_win(prediction):
+    tied = with_speedups(
+        prediction, (2, 2, 1.0, RECORDED), (1, 2, 1.005, CALIBRATED), (2, 1, 1.004, CALIBRATED)
+    )
+    assert tied.best().basis == RECORDED
+    fewer = with_speedups(prediction, (2, 2, 1.0, RECORDED), (1, 2, 1.2, CALIBRATED),
+                          (2, 1, 1.195, CALIBRATED), (1, 1, 1.19, CALIBRATED))  # fmt: skip
+    assert (fewer.best().intra, fewer.best().inter) == (1, 1)
+
+
+def test_a_setting_is_recommended_only_2_percent_faster_than_the_recorded(prediction):
+    flat = with_speedups(prediction, (2, 2, 1.0, RECORDED), (1, 2, 1.015, CALIBRATED))
+    assert flat.recommended() is None
+    gains = with_speedups(prediction, (2, 2, 1.0, RECORDED), (1, 2, 1.03, CALIBRATED))
+    assert gains.recommended() == gains.setting(1, 2)
