@@ -138,9 +138,7 @@ class Prediction:
         shown = [s.speedup for s in self.settings if not s.basis.startswith(EXTRAPOLATION)]
         bar = max(shown, default=0.0) * (1 + EXTRAPOLATION_MARGIN)
         trusted = [
-            s
-            for s in self.settings
-            if not s.basis.startswith(EXTRAPOLATION) or s.speedup > bar
+            s for s in self.settings if not s.basis.startswith(EXTRAPOLATION) or s.speedup > bar
         ]
         top = max(s.speedup for s in trusted)
         near = [s for s in trusted if s.speedup * (1 + TIE) >= top]
