@@ -64,10 +64,11 @@ def test_the_headline_caps_the_best_prediction_at_the_bound(prediction):
 
 def test_the_best_of_settings_predicted_alike_is_inside_what_the_run_shows(prediction):
     fast = prediction.setting(1, 2)
-    wider = dataclasses.replace(fast, inter=4, speedup=fast.speedup * 1.005, basis="extrapolation")
+    # an extrapolation wins only clearly faster (5 %): it is the model beyond the run
+    wider = dataclasses.replace(fast, inter=4, speedup=fast.speedup * 1.04, basis="extrapolation")
     alike = dataclasses.replace(prediction, settings=(*prediction.settings, wider))
     assert alike.best() == fast
-    faster = dataclasses.replace(wider, speedup=fast.speedup * 1.05)
+    faster = dataclasses.replace(wider, speedup=fast.speedup * 1.06)
     assert dataclasses.replace(prediction, settings=(*prediction.settings, faster)).best() == faster
 
 
