@@ -173,6 +173,7 @@ def predict(
         items.caller_share,
         items.caller_measured,
         subject.server,
+        charged,
     )
 
 

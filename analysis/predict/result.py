@@ -124,6 +124,9 @@ class Prediction:
     caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
     caller_measured: bool = False  # by the OS sampler (else assumed)
     server: Served | None = None  # a server's recorded figures; None for a loop
+    # the share of the recorded time charged to each setting by its crowded time
+    # (``Replays.charge_crowding``); 0: every setting is scaled by the residual
+    charged: float = 0.0
 
     @property
     def unit(self) -> str:
@@ -173,6 +176,7 @@ class Prediction:
             "recorded_ms": self.recorded_ms,
             "replayed_ms": self.replayed_ms,
             "residual": self.residual,
+            "charged": self.charged,
             "caller_share": self.caller_share,
             "caller_measured": self.caller_measured,
             "server": self.server.to_json() if self.server else None,

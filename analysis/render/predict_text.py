@@ -55,7 +55,7 @@ def prediction_table(p: Prediction) -> Table:
     calibration = (
         f"calibration: the replay of the recorded setting gives {p.replayed_ms:.2f} ms a step "
         f"against the recorded {p.recorded_ms:.2f} ms (residual {p.residual:+.1%}, "
-        f"{p.steps} step{'s' * (p.steps != 1)} replayed); every setting is scaled by it"
+        f"{p.steps} step{'s' * (p.steps != 1)} replayed); {_applied(p)}"
     )
     return Table(
         "predicted step time per setting",
@@ -89,8 +89,7 @@ def _server_table(p: Prediction) -> Table:
         f"calibration: replayed at the recorded setting, {p.steps} requests' threads spent "
         f"{p.replayed_ms:.1f} ms from their first request to their last (summed over the "
         f"threads) against {p.replayed_ms / (1 + p.residual):.1f} ms recorded (residual "
-        f"{p.residual:+.1%}); every setting is scaled by it; speedup: requests/s over the "
-        "recorded setting's"
+        f"{p.residual:+.1%}); {_applied(p)}; speedup: requests/s over the recorded setting's"
     )
     return Table(
         "predicted requests per second and latency per setting",
@@ -120,3 +119,10 @@ def prediction_page(p: Prediction) -> str:
 
     body = "".join(f"<p>{esc(line)}</p>" for line in headline(p))
     return page(f"tftrace predict: {p.path}", body + html_table(prediction_table(p), "h2"))
+
+
+def _applied(p: Prediction) -> str:
+    """How the residual reaches every setting."""
+    if p.charged > 0:
+        return "the time short of the recording is charged to each setting by its crowded time"
+    return "every setting is scaled by it"

@@ -24,6 +24,7 @@ def test_json_holds_every_figure(prediction):
     assert data["recorded"] == {"intra": 1, "inter": 1}
     assert data["cores"] == 2 and data["cores_basis"] == "2 usable CPUs"
     assert data["recorded_ms"] == pytest.approx(21) and data["replayed_ms"] == pytest.approx(20.9)
+    assert data["charged"] == 0.0  # nothing ran split: the residual scales every setting
     rows = data["settings"]
     assert [(r["intra"], r["inter"], r["basis"]) for r in rows] == [
         (1, 1, "recorded"),

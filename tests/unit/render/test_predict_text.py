@@ -92,3 +92,12 @@ def test_a_servers_table_shows_requests_per_second_and_latency():
     assert table.rows[0][4] == "15.00" and table.rows[0][6] == "0.81x"
     text = " ".join(str(p).split())
     assert f"recorded: {recorded.requests_per_s:.1f} requests/s, latency mean 11.00 ms" in text
+
+
+def test_a_charged_residual_is_said_in_the_calibration(prediction):
+    words = " ".join(str(dataclasses.replace(prediction, charged=0.2)).split())
+    assert (
+        "(residual -0.5%, 2 steps replayed); the time short of the recording is charged to "
+        "each setting by its crowded time"
+    ) in words
+    assert "every setting is scaled by it" not in words
