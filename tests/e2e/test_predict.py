@@ -25,7 +25,9 @@ from pathlib import Path
 import pytest
 
 from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, skip_unless_quiet, tftrace_command
+from tftrace.analysis.metrics.cpu_time import pool_cpu
 from tftrace.analysis.metrics.measured import measure
+from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import load
 from tftrace.analysis.predict import predict
 from tftrace.analysis.predict.predicting import EIGEN, HOST_TIME, INTER_OP
@@ -135,6 +137,31 @@ def test_a_sweep_of_the_predicted_best_times_fewer_settings_and_finds_inter_2(tm
     assert any(s.get("recorded_run") for s in result["settings"])
 
 
+# The requests' inter-op CPU per request at 1, 2 over 1, 1, at most: beyond, the two cores
+# ran the same products slower side by side (a host's other tenants, a shared core, a lower
+# clock), which no recording at 1, 1 shows. Measured here: 0.99-1.08.
+MOST_CPU_GROWTH = 1.10
+
+
+def inter_op_cpu_per_request(run: Path) -> float:
+    metrics = measure(load(run))
+    assert metrics.requests is not None
+    cpu = pool_cpu(metrics.run, metrics.window).set_index("pool")
+    return float(cpu.loc[Pool.INTER_OP.value, "cpu_s"]) / len(metrics.requests.table)
+
+
+def cpu_growth_or_skip(one: Path, two: Path) -> float:
+    """How much more CPU each request took at 1, 2 than at 1, 1 (the kernel's count); skip,
+    saying so, where the cores ran side by side much slower than alone."""
+    growth = inter_op_cpu_per_request(two) / inter_op_cpu_per_request(one)
+    if growth > MOST_CPU_GROWTH:
+        pytest.skip(
+            f"each request took {growth:.2f}x the CPU at 1, 2 that it took at 1, 1: the cores "
+            "ran side by side slower than alone (a known answer that needs quiet cores)"
+        )
+    return growth
+
+
 @NEEDS_QUIET_CORES
 def test_a_servers_requests_per_second_and_latency_at_inter_2(tmp_path: Path):
     args = ("--clients", "2", "--requests", "60", "--products", "700")
@@ -142,6 +169,8 @@ def test_a_servers_requests_per_second_and_latency_at_inter_2(tmp_path: Path):
     two = record(tmp_path, "server.py", *args, intra=1, inter=2)
     skip_unless_quiet(one, "the server at 1, 1")
     skip_unless_quiet(two, "the server at 1, 2")
+    # the replay runs the recorded work: the measured figures are compared at that work
+    growth = cpu_growth_or_skip(one, two)
     p = predict(load(one), inter=(1, 2))
     measured = measure(load(two)).requests
     recorded = measure(load(one)).requests
@@ -151,11 +180,12 @@ def test_a_servers_requests_per_second_and_latency_at_inter_2(tmp_path: Path):
     side = p.setting(1, 2).served
     assert side is not None and p.server is not None
     assert p.server.requests_per_s == pytest.approx(recorded.throughput)
-    assert side.requests_per_s == pytest.approx(measured.throughput, rel=0.2), (side, gain)
+    at_work = measured.throughput * growth
+    assert side.requests_per_s == pytest.approx(at_work, rel=0.2), (side, gain, growth)
     latency = measured.latency().iloc[0]
-    assert side.mean_ms == pytest.approx(latency["mean_ms"], rel=0.2), (side, latency)
+    assert side.mean_ms == pytest.approx(latency["mean_ms"] / growth, rel=0.2), (side, latency)
     # the median, not the tail: now and then TF's pool queues one request's closures behind
     # the other's on one thread (a closure scheduled from a pool thread goes to that thread's
     # own queue first), which doubles a request's latency and the replay does not reproduce
-    assert side.p50_ms == pytest.approx(latency["p50_ms"], rel=0.2), (side, latency)
+    assert side.p50_ms == pytest.approx(latency["p50_ms"] / growth, rel=0.2), (side, latency)
     assert p.setting(1, 1).reason == INTER_OP
