@@ -12,9 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tftrace.analysis.metrics.measured import Metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,14 +32,12 @@ NEEDS_QUIET_CORES = pytest.mark.flaky(reruns=2)
 MOST_HELD_BY_OTHERS = 0.15
 
 
-def skip_unless_quiet(run_dir: Path, what: str) -> None:
-    """Skip, saying so, where the recording's own count shows other programs (or the host's
-    steal) held the cores over its window; tftrace's recorder is the recording's, not noise."""
+def skip_unless_quiet(metrics: Metrics, what: str) -> None:
+    """Skip, saying so, where a recording's own count (``metrics``: its ``measure``) shows
+    other programs (or the host's steal) held the cores over its window; tftrace's recorder
+    is the recording's, not noise."""
     from tftrace.analysis.metrics.contention import contention_of
-    from tftrace.analysis.metrics.measured import measure
-    from tftrace.analysis.model.run import load
 
-    metrics = measure(load(run_dir))
     held = contention_of(metrics.run, metrics.window)
     if held is None:
         return

@@ -286,22 +286,24 @@ def _segments(
     requests: Sequence[tuple[int, int, int]],
     gaps: list[tuple[int, int]],
     load: Callable[[int, int], tuple[float, float]],
-    orphans: Sequence[tuple[int, int]] = (),
-    adopted: set[int] | None = None,
+    orphans: Sequence[tuple[int, int]],
+    adopted: set[int],
 ) -> list[Segment]:
     """One unit's segments: its items in [a, b], the closures it scheduled, the gaps between,
-    and the start and end of each of ``requests`` (start, end, request) marked."""
+    and the start and end of each of ``requests`` (start, end, request) marked; a call
+    releases the ``orphans`` (start, closure) that start in it, those no call released yet
+    (``adopted``, updated)."""
     marks: list[_Mark] = []
     for start, end, request in requests:
         marks.append(_Mark(start, start, Segment(MARK, why=BEGIN, units=(request,))))
         marks.append(_Mark(end, end, Segment(MARK, why=END, units=(request,))))
     placed: set[int] = set()
-    taken = adopted if adopted is not None else set()
     for row in mine.overlapping(a, b) if mine is not None else ():
         start, end = int(row.start_ns), int(row.end_ns)
         inside = sorted((t, c) for t, c in kids if start <= t <= end and c not in placed)
         # a call also waits for the closures that start in it without a Record of the step
-        # (scheduled from a tf.data thread as its input came): they are released as recorded
+        # (scheduled from a tf.data thread as its input came), each released as long after
+        # the call's first Record as it started
         late = [(t, c) for t, c in orphans if start <= t <= end] if row.what == WAIT else []
         if (inside or late) and row.what in (WAIT, WORK, INPUT):  # it waits for its work
             spawned = tuple(c for _, c in inside)
@@ -310,8 +312,8 @@ def _segments(
             joined = [*spawned, *(c for _, c in late)]
             until = min(max(int(reach[joined].max()), first), end)
             join = Segment(JOIN, units=_descendants(joined, children))
-            released = tuple((c, float(max(t - first, 0))) for t, c in late if c not in taken)
-            taken.update(c for c, _ in released)
+            released = tuple((c, float(max(t - first, 0))) for t, c in late if c not in adopted)
+            adopted.update(c for c, _ in released)
             marks.append(_Mark(first, until, join, spawned, released))
         elif row.what == WORK:
             work = OpWork(

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, skip_unless_quiet, tftrace_command
 from tftrace.analysis.metrics.cpu_time import pool_cpu
-from tftrace.analysis.metrics.measured import measure
+from tftrace.analysis.metrics.measured import Metrics, measure
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import load
 from tftrace.analysis.predict import predict
@@ -143,14 +143,13 @@ def test_a_sweep_of_the_predicted_best_times_fewer_settings_and_finds_inter_2(tm
 MOST_CPU_GROWTH = 1.10
 
 
-def inter_op_cpu_per_request(run: Path) -> float:
-    metrics = measure(load(run))
+def inter_op_cpu_per_request(metrics: Metrics) -> float:
     assert metrics.requests is not None
     cpu = pool_cpu(metrics.run, metrics.window).set_index("pool")
     return float(cpu.loc[Pool.INTER_OP.value, "cpu_s"]) / len(metrics.requests.table)
 
 
-def cpu_growth_or_skip(one: Path, two: Path) -> float:
+def cpu_growth_or_skip(one: Metrics, two: Metrics) -> float:
     """How much more CPU each request took at 1, 2 than at 1, 1 (the kernel's count); skip,
     saying so, where the cores ran side by side much slower than alone."""
     growth = inter_op_cpu_per_request(two) / inter_op_cpu_per_request(one)
@@ -167,13 +166,13 @@ def test_a_servers_requests_per_second_and_latency_at_inter_2(tmp_path: Path):
     args = ("--clients", "2", "--requests", "60", "--products", "700")
     one = record(tmp_path, "server.py", *args, intra=1, inter=1)
     two = record(tmp_path, "server.py", *args, intra=1, inter=2)
-    skip_unless_quiet(one, "the server at 1, 1")
-    skip_unless_quiet(two, "the server at 1, 2")
+    at_one, at_two = measure(load(one)), measure(load(two))
+    skip_unless_quiet(at_one, "the server at 1, 1")
+    skip_unless_quiet(at_two, "the server at 1, 2")
     # the replay runs the recorded work: the measured figures are compared at that work
-    growth = cpu_growth_or_skip(one, two)
-    p = predict(load(one), inter=(1, 2))
-    measured = measure(load(two)).requests
-    recorded = measure(load(one)).requests
+    growth = cpu_growth_or_skip(at_one, at_two)
+    p = predict(at_one.run, inter=(1, 2))
+    measured, recorded = at_two.requests, at_one.requests
     assert measured is not None and recorded is not None
     gain = measured.throughput / recorded.throughput
     assert gain > 1.3, gain  # the machine ran the two clients' requests side by side
