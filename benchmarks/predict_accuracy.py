@@ -31,7 +31,9 @@ Two ways to run:
         workload runs, seconds per workload
     predict_accuracy.py [--only NAMES] [--repeat N] [--output DIR]
         record each workload and sweep its grid (diagnosis.py's, without verifications), then
-        score; about 40 minutes on 2 cores for the whole corpus
+        score; about 40 minutes on 2 cores for the whole corpus. DIR/results.json is written
+        as each workload ends, so ``--from DIR`` scores the runs again (on another machine:
+        the table names the machine the runs were recorded on)
 
 ``--markdown PATH`` writes the table and figures for docs/predict.md, ``--json PATH`` every
 figure. The exit status is 0 whether or not a target is met (``--check``: 1 when one is missed).
@@ -387,19 +389,41 @@ def record_and_sweep(w: d.Workload, cpus: int, repeat: int, out: Path) -> d.Outc
 def run_corpus(names: list[str] | None, repeat: int, out: Path) -> list[Scored]:
     cpus = len(os.sched_getaffinity(0))
     entries = [w for w in d.corpus(cpus) if names is None or w.name in names]
-    scored = []
+    scored, outcomes = [], []
     for i, w in enumerate(entries, 1):
         d._say(f"[{i}/{len(entries)}] {w.name}: record and sweep (repeat {repeat})")
         outcome = record_and_sweep(w, cpus, repeat, out / w.name)
+        outcomes.append(outcome)
+        # saved as each workload ends: ``--from OUT`` scores them again, on another machine too
+        d._write_results(out, outcomes, cpus, (repeat, 0))
         scored.append(_safe_score(outcome, out / w.name / "record"))
     return scored
 
 
-def markdown(scored: Sequence[Scored], lines: Sequence[str], source: str) -> str:
+def recorded_on(records: Sequence[Path]) -> str:
+    """Where the scored runs were recorded (their manifests' CPU, usable cores, TensorFlow):
+    runs saved on another machine are scored here, and the table says where they ran."""
+    seen = []
+    for record in records:
+        try:
+            manifest = json.loads((record / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        host, versions = manifest.get("host", {}), manifest.get("versions", {})
+        tf = versions.get("tensorflow_runtime") or "unknown"
+        cores = len(host.get("cpu_affinity") or []) or host.get("cpu_count")
+        where = f"CPU: {host.get('cpu_model', 'unknown')}; usable cores: {cores}; TensorFlow {tf}"
+        if where not in seen:
+            seen.append(where)
+    return "; ".join(seen) or "unknown (no manifest read)"
+
+
+def markdown(
+    scored: Sequence[Scored], lines: Sequence[str], source: str, records: Sequence[Path]
+) -> str:
     return "\n".join(
         [
-            f"- CPU: {d.cpu_model()}; usable cores: {len(os.sched_getaffinity(0))}; "
-            f"TensorFlow {d.tf_version()}",
+            f"- recorded on {recorded_on(records)}",
             f"- tftrace: {d.source_version()}; {source}",
             "",
             d.markdown_table(HEADER, rows(scored)),
@@ -440,6 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{missing[0]}: no results.json (give diagnosis.py's --output folder)")
         scored = from_saved(args.saved)
         source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
+        records = [p / s.name / "record" for p in args.saved for s in scored]
     else:
         names = [n.strip() for n in args.only.split(",")] if args.only else None
         known = [w.name for w in d.corpus(len(os.sched_getaffinity(0)))]
@@ -449,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.output or Path(tempfile.mkdtemp(prefix="tftrace-predict-"))
         scored = run_corpus(names, args.repeat, out)
         source = f"recorded and swept here (repeat {args.repeat}), runs in {out}"
+        records = [out / s.name / "record" for s in scored]
     found = figures(scored)
     lines = judgements(found)
     print(d.text_table(HEADER, rows(scored)))
@@ -458,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print("\n".join(detail(scored)))
     if args.markdown:
-        args.markdown.write_text(markdown(scored, [line for line, _ in lines], source))
+        args.markdown.write_text(markdown(scored, [line for line, _ in lines], source, records))
         print(f"wrote {args.markdown}")
     if args.json:
         args.json.write_text(

@@ -60,6 +60,10 @@ RESIDUAL_NOTE = 0.25  # a residual beyond this is said: the model missed the rec
 # more of its replayed span than this is said: what that contention cost is in the work it
 # holds (docs/predict.md, measured).
 SHARED_NOTE = 0.25
+# Split wider than this on average (shards an op), a recording's shards can cost several times
+# the ops' work run inline: 28 ways on 16 cores, MobileNetV2 ran 1.73x faster at intra-op 1,
+# predicted 0.50x; at 2-4 ways on 2 cores the shards' work was the inline work within 2 %.
+WIDE_SPLIT = 8
 
 
 def predict(
@@ -204,6 +208,15 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: 
             f"{items.split_together:.0%} of the replayed steps' span: such a recording can hold "
             "more work than the same ops run apart (docs/predict.md), so settings that run "
             "them apart may be faster than predicted"
+        )
+    split = [op.shards for op in _ops(works) if op.shards]
+    ways = float(np.mean(split)) if split else 0.0
+    if ways > WIDE_SPLIT:
+        notes.append(
+            f"the recording split its ops {ways:.0f} ways on average: split that wide, shards "
+            "can cost several times the op's work run inline (docs/predict.md, on 16 cores), "
+            "and the replay runs a split op inline as its shards' work, so settings with a "
+            "smaller intra-op pool may be faster than predicted"
         )
     if items.caller_measured:
         notes.append(

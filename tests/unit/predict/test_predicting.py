@@ -10,6 +10,10 @@ import pytest
 
 from builders import (
     MS,
+    RECORD,
+    START,
+    STOP,
+    call,
     cpu_samples_table,
     hand_built_run,
     make_run,
@@ -19,6 +23,7 @@ from builders import (
     two_closures_step,
     two_sharded_step,
 )
+from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.predict import predict
 from tftrace.analysis.predict.predicting import CHAIN, CORES, EIGEN, HOST_TIME, INTER_OP
@@ -180,3 +185,40 @@ def test_a_recording_that_splits_ops_at_once_on_shared_cores_is_said():
         "span: such a recording can hold more work than the same ops run apart "
         "(docs/predict.md), so settings that run them apart may be faster than predicted",
     )
+
+
+def wide_sharded_step(k: int, t0: float) -> list:
+    """``sharded_step`` with its op split 10 ways: ten 2 ms shards, five on each worker."""
+    a = 1000 + 100 * k
+    rows = [
+        call(t0, 12),
+        (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, a, None),
+        (1, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, a),
+        (1, "MatMul:MatMul", EventKind.OP.value, t0 + 1, t0 + 11, None, None),
+    ]
+    for i in range(10):
+        worker, at = 2 + i % 2, t0 + 1 + 2 * (i // 2)
+        rows += [
+            (1, "ThreadpoolListener::Record", RECORD, t0 + 1, t0 + 1, a + 1 + i, None),
+            (worker, "ThreadpoolListener::StartRegion", START, at, at, None, a + 1 + i),
+            (worker, "ThreadpoolListener::StopRegion", STOP, at + 2, at + 2, None, None),
+        ]
+    return [*rows, (1, "ThreadpoolListener::StopRegion", STOP, t0 + 11.5, t0 + 11.5, None, None)]
+
+
+def test_a_recording_split_wider_than_checked_is_said():
+    """Split 10 ways the inline cost is less sure (on 16 cores, 28 ways, the shards held
+    several times the ops' inline work); split 2 ways it is not said."""
+    pools = [MAIN, INTER, EIGEN_WORKER, EIGEN_WORKER]
+    wide = predict(stepped_run(pools, wide_sharded_step, intra=2), intra=(1, 2), inter=(1,))
+    said = [n for n in wide.notes if n.startswith("the recording split its ops")]
+    assert said == [
+        "the recording split its ops 10 ways on average: split that wide, shards can cost "
+        "several times the op's work run inline (docs/predict.md, on 16 cores), and the "
+        "replay runs a split op inline as its shards' work, so settings with a smaller "
+        "intra-op pool may be faster than predicted"
+    ]
+    narrow = predict(stepped_run(pools, sharded_step, intra=2), intra=(1, 2), inter=(1,))
+    assert not [n for n in narrow.notes if n.startswith("the recording split its ops")]
+    # the same work either way: 20 ms of shards, run inline at intra-op 1
+    assert wide.setting(1, 1).step_ms == pytest.approx(narrow.setting(1, 1).step_ms, rel=0.02)
