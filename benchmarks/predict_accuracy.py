@@ -58,7 +58,9 @@ import diagnosis as d
 import pandas as pd
 
 import tftrace
+from tftrace.analysis.render.formatting import markdown_text
 from tftrace.errors import TftraceError
+from tftrace.tracer.manifest_reader import read_manifest
 
 SPEARMAN_TARGET = 0.9
 BEST_WITHIN = 0.05
@@ -343,14 +345,16 @@ def detail(scored: Sequence[Scored]) -> list[str]:
 # Running
 
 
-def from_saved(dirs: Sequence[Path]) -> list[Scored]:
-    """Score the diagnosis runs saved under ``dirs`` (each with results.json)."""
+def from_saved(dirs: Sequence[Path]) -> tuple[list[Scored], list[Path]]:
+    """Score the diagnosis runs saved under ``dirs`` (each with results.json); the scores and
+    the recordings scored."""
     by_name: dict[str, tuple[d.Outcome, Path]] = {}
     for folder in dirs:
         data = json.loads((folder / "results.json").read_text())
         for w in data["workloads"]:
             by_name[w["name"]] = (d.from_json(w), folder / w["name"] / "record")
-    return [_safe_score(o, record) for o, record in by_name.values()]
+    records = [record for _, record in by_name.values()]
+    return [_safe_score(o, record) for o, record in by_name.values()], records
 
 
 def _safe_score(outcome: d.Outcome, record: Path) -> Scored:
@@ -406,13 +410,12 @@ def recorded_on(records: Sequence[Path]) -> str:
     seen = []
     for record in records:
         try:
-            manifest = json.loads((record / "manifest.json").read_text())
-        except (OSError, ValueError):
+            manifest = read_manifest(record / "manifest.json")
+        except TftraceError:
             continue
-        host, versions = manifest.get("host", {}), manifest.get("versions", {})
-        tf = versions.get("tensorflow_runtime") or "unknown"
-        cores = len(host.get("cpu_affinity") or []) or host.get("cpu_count")
-        where = f"CPU: {host.get('cpu_model', 'unknown')}; usable cores: {cores}; TensorFlow {tf}"
+        model = manifest.raw.get("host", {}).get("cpu_model", "unknown")
+        tf = manifest.versions.get("tensorflow_runtime", "unknown")
+        where = f"CPU: {model}; usable cores: {manifest.usable_cpus}; TensorFlow {tf}"
         if where not in seen:
             seen.append(where)
     return "; ".join(seen) or "unknown (no manifest read)"
@@ -423,7 +426,7 @@ def markdown(
 ) -> str:
     return "\n".join(
         [
-            f"- recorded on {recorded_on(records)}",
+            f"- recorded on {markdown_text(recorded_on(records))}",  # a manifest's words
             f"- tftrace: {d.source_version()}; {source}",
             "",
             d.markdown_table(HEADER, rows(scored)),
@@ -462,9 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = [p for p in args.saved if not (p / "results.json").is_file()]
         if missing:
             parser.error(f"{missing[0]}: no results.json (give diagnosis.py's --output folder)")
-        scored = from_saved(args.saved)
+        scored, records = from_saved(args.saved)
         source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
-        records = [p / s.name / "record" for p in args.saved for s in scored]
     else:
         names = [n.strip() for n in args.only.split(",")] if args.only else None
         known = [w.name for w in d.corpus(len(os.sched_getaffinity(0)))]

@@ -98,3 +98,28 @@ def test_figures_and_their_verdicts():
     best = next(line for line in lines if line.startswith("best within"))
     assert lines[best] is False and "**FAIL**" in best
     assert any(line.startswith("predicted: 2 of 3") for line in lines)
+
+
+def test_the_table_names_the_machine_the_runs_were_recorded_on(tmp_path):
+    """Runs saved elsewhere are scored here: the machine is their manifests', once each; a
+    record without a manifest is passed over."""
+    manifest = (
+        '{"kind": "tftrace-run", "host": {"cpu_model": "Some CPU", "cpu_affinity": [0, 1, 2],'
+        ' "cpu_count": 8}, "versions": {"tensorflow_runtime": "2.21.0"}}'
+    )
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(manifest)
+    records = [tmp_path / "a", tmp_path / "b", tmp_path / "missing"]
+    assert pa.recorded_on(records) == "CPU: Some CPU; usable cores: 3; TensorFlow 2.21.0"
+    assert pa.recorded_on([tmp_path / "missing"]) == "unknown (no manifest read)"
+
+
+def test_a_manifests_machine_name_is_shown_as_itself_in_markdown(tmp_path):
+    (tmp_path / "manifest.json").write_text(
+        '{"kind": "tftrace-run", "host": {"cpu_model": "<b>[x](y)</b>", "cpu_count": 2}}'
+    )
+    first = pa.markdown([], [], "saved", [tmp_path]).splitlines()[0]
+    assert first == (
+        r"- recorded on CPU: &lt;b&gt;\[x\]\(y\)&lt;/b&gt;; usable cores: 2; TensorFlow unknown"
+    )
