@@ -16,7 +16,7 @@ from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace
 from tftrace.analysis.analyze import analyze
 from tftrace.analysis.findings.finding import Expect, Status
 from tftrace.analysis.model.run import load
-from tftrace.analysis.sweep.verify import verify
+from tftrace.analysis.sweep.verify import last_verification, verify
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,7 @@ def test_headline_cpu_is_the_kernels_cpu_time(tmp_path: Path):
 @pytest.mark.skipif(CPUS < 2, reason="one CPU cannot be underused by a lack of threads")
 def test_underused_cores_on_a_model_too_small_for_its_pool(tmp_path: Path):
     """A chain of small products, intra = CPUs: underused-cores fires, advises fewer intra-op
-    threads, and run beside the run's own setting that is not slower."""
+    threads, and run beside the run's own setting that is not slower beyond noise."""
     small = _record(tmp_path, "small", str(WORKLOADS / "small_ops.py"))
     run = load(small)
     found = {f.id: f for f in analyze(run).findings}
@@ -66,8 +66,15 @@ def test_underused_cores_on_a_model_too_small_for_its_pool(tmp_path: Path):
     checked = {f.id: f for f in verify(run, repeat=3).findings}
     check = checked["underused-cores"].verification
     assert check is not None and check.advised[0] == advice.intra, check
-    assert check.status is Status.CONFIRMED, check.reason
-    assert check.runs == 3 and (small / "verify" / "sweep.json").is_file()
+    # intra 1 and 2 run these ops equally fast (a sweep of 10 runs each: 1.01x), with a
+    # 10-30 % spread between runs: the advice is never refuted beyond noise; a verdict that
+    # noise left open ran as many times again (verify/more) and was judged over all the runs
+    more = (small / "verify" / "more" / "sweep.json").is_file()
+    assert check.runs == (6 if more else 3) and (small / "verify" / "sweep.json").is_file()
+    if check.status is not Status.CONFIRMED:
+        assert more and "within noise, but typically" in check.reason, check.reason
+    again = {f.id: f for f in last_verification(run, analyze(run)).findings}
+    assert again["underused-cores"].verification == check
     bare = tmp_path / "bare"
     bare.mkdir()
     (trace,) = small.glob("plugins/profile/*/*.xplane.pb")
