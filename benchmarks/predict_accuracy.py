@@ -17,6 +17,10 @@ Figures, per workload and pooled over the corpus, with their targets:
                        save over the whole grid (runs), and whether it recommends what the
                        whole grid does: the setting that gains >= 10 % beyond noise
                        (``diagnosis.best_row`` on the same measured rows), or none
+    told apart         of the pairs of a workload's settings whose measured ranges
+                       (min-max over the runs) do not overlap, the share the prediction
+                       orders as measured: the rank correlation's question asked only where
+                       the measurement answers it (no target: the issue sets none)
 
 A server is compared by its time per request (one over its requests per second, as the
 sweep times it); its latency percentiles are not scored. A workload swept over an environment
@@ -115,6 +119,22 @@ class Scored:
         pairs = zip(others["pred_speedup"], others["meas_speedup"], strict=True)
         return [abs(p / m - 1) for p, m in pairs]
 
+    def told_apart(self) -> tuple[int, int]:
+        """Of the setting pairs whose measured ranges are disjoint, how many the prediction
+        orders the same way, and how many there are."""
+        f = self.frame
+        if f.empty or "min_s" not in f.columns:
+            return 0, 0
+        agree = total = 0
+        rows = list(f.itertuples())
+        for i, a in enumerate(rows):
+            for b in rows[i + 1 :]:
+                fast, slow = (a, b) if a.measured_s < b.measured_s else (b, a)
+                if fast.max_s < slow.min_s:
+                    total += 1
+                    agree += fast.predicted_s < slow.predicted_s
+        return agree, total
+
     def reaches(self) -> bool | None:
         if self.recommended is None or self.predicted_recommendation is None:
             return None
@@ -159,6 +179,8 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
                 "inter": key[1],
                 "recorded": key == tuple(outcome.recorded),
                 "measured_s": float(row["median_s"]),
+                "min_s": float(row["min_s"]),
+                "max_s": float(row["max_s"]),
                 "predicted_s": 1 / p.served.requests_per_s if p.served else p.step_ms / 1e3,
                 "meas_speedup": float(base["median_s"] / row["median_s"]),
                 "pred_speedup": p.speedup / recorded.speedup,
@@ -229,6 +251,7 @@ def figures(scored: Sequence[Scored]) -> dict[str, Any]:
     best = [s.best_within() for s in predicted]
     errors = [e for s in predicted for e in s.errors()]
     reached = [s.reaches() for s in predicted if s.reaches() is not None]
+    apart = [s.told_apart() for s in predicted]
     grid = sum(s.grid_size for s in predicted)
     runs_k = sum(min(s.grid_size, PREDICT_K + 1) for s in predicted)
     return {
@@ -240,6 +263,7 @@ def figures(scored: Sequence[Scored]) -> dict[str, Any]:
         "predict_k": PREDICT_K,
         "runs_saved": (grid - runs_k, grid),
         "reached": (sum(reached), len(reached)),
+        "told_apart": tuple(sum(pair) for pair in zip(*apart, strict=True)) if apart else (0, 0),
     }
 
 
@@ -257,6 +281,7 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
     ok_err = None if err is None else err <= ERROR_TARGET
     saved, grid = f["runs_saved"]
     reached, judged = f["reached"]
+    agreed, pairs = f.get("told_apart", (0, 0))
     return [
         (
             f"rank correlation (pooled): {_num(rho)}  target >= {SPEARMAN_TARGET}: "
@@ -277,6 +302,11 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
             f"--predict {f['predict_k']}: {saved} of {grid} settings' runs saved"
             + (f" ({saved / grid:.0%})" if grid else "")
             + f"; the whole grid's recommendation reached in {reached} of {judged}",
+            None,
+        ),
+        (
+            f"settings the measurement tells apart (disjoint ranges): {agreed} of {pairs} "
+            "pairs ordered as measured" + (f" ({agreed / pairs:.0%})" if pairs else ""),
             None,
         ),
         (f"predicted: {f['predicted']} of {f['workloads']} workloads", None),

@@ -49,7 +49,11 @@ def _compared(outcome: d.Outcome) -> pd.DataFrame:
     if outcome.recorded[0] == 1:
         rows = rows[rows["intra"] == 1]
     keys = [(int(a), int(e)) for a, e in zip(rows["intra"], rows["inter"], strict=True)]
-    return pd.Series(rows["median_s"].to_numpy(dtype=float), index=keys).to_frame("s")
+    columns = {"s": "median_s", "min": "min_s", "max": "max_s"}
+    return pd.DataFrame(
+        {name: rows[column].to_numpy(dtype=float) for name, column in columns.items()},
+        index=keys,
+    )
 
 
 def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
@@ -74,6 +78,8 @@ def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
                 "inter": inter,
                 "recorded": (intra, inter) == rec,
                 "measured_s": float(row["s_second"]),
+                "min_s": float(row["min_second"]),
+                "max_s": float(row["max_second"]),
                 "predicted_s": float(row["s_first"]),
                 "meas_speedup": float(now / row["s_second"]),
                 "pred_speedup": float(then / row["s_first"]),
@@ -107,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(d.text_table(pa.HEADER[:7], [r[:7] for r in pa.rows(scored)]))
     print()
     # the --predict lines judge tftrace's picks against the grid: not this comparison's
-    for line, _ in pa.judgements(pa.figures(scored))[:3]:
+    lines = [line for line, _ in pa.judgements(pa.figures(scored))]
+    for line in [*lines[:3], lines[4]]:
         print(line.replace("rank correlation", "measured against measured: rank correlation"))
     return 0
 

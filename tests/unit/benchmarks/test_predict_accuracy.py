@@ -123,3 +123,26 @@ def test_a_manifests_machine_name_is_shown_as_itself_in_markdown(tmp_path):
     assert first == (
         r"- recorded on CPU: &lt;b&gt;\[x\]\(y\)&lt;/b&gt;; usable cores: 2; TensorFlow unknown"
     )
+
+
+def _ranged(predicted_b: float) -> object:
+    # 2/2: 10 ms (9-11), 1/2: 5 ms (4.5-5.5), 1/1: 10.5 ms (10-12, overlapping 2/2's range)
+    rows = [((2, 2), 0.010, 0.009, 0.011, 0.010), ((1, 2), 0.005, 0.0045, 0.0055, predicted_b),
+            ((1, 1), 0.0105, 0.010, 0.012, 0.009)]  # fmt: skip
+    settings = [
+        {"intra": k[0], "inter": k[1], "recorded": k == (2, 2), "measured_s": m, "min_s": lo,
+         "max_s": hi, "predicted_s": p, "meas_speedup": 0.010 / m, "pred_speedup": 0.010 / p}
+        for k, m, lo, hi, p in rows
+    ]  # fmt: skip
+    return pa.Scored("ranged", (2, 2), settings)
+
+
+def test_only_the_pairs_the_measurement_tells_apart_are_ordered():
+    # 2/2 against 1/1 overlap: the model's order of those two (1/1 predicted faster) is not
+    # judged; 1/2 is apart from both
+    assert _ranged(0.006).told_apart() == (2, 2)
+    assert _ranged(0.011).told_apart() == (0, 2)  # 1/2 predicted slower than both
+    found = pa.figures([_ranged(0.006), _ranged(0.011)])
+    assert found["told_apart"] == (2, 4)
+    assert any("2 of 4 pairs ordered as measured (50%)" in line for line, _ in pa.judgements(found))
+    assert GOOD.told_apart() == (0, 0)  # no ranges: nothing judged

@@ -54,6 +54,8 @@ def test_an_order_that_moved_between_sets_scores_below_one(tmp_path: Path):
     # first: 1/2 < 2/2 < 2/1 < 1/1; second: 1/2 < 2/2 < 1/1 < 2/1
     assert s.spearman() == pytest.approx(0.8)
     assert s.best_within() is True  # the first set's pick, 1/2, is the second's fastest
+    # every range is one value here: all 6 pairs told apart, 5 in the same order
+    assert s.told_apart() == (5, 6)
     # 1/1: 0.5x for 0.91x, the largest of the three errors
     assert max(s.errors()) == pytest.approx(abs(0.5 / (0.010 / 0.011) - 1))
 
