@@ -34,8 +34,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python .ci/typecheck.py
 
+# First the tests that time nothing, side by side on every core; then the end-to-end known
+# answers one at a time, with the cores to themselves (tests/README.md).
 pytest: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile -m side_by_side
+	$(BIN)/python -m pytest -m "not side_by_side"
 
 # The report and export tests render pages in headless Chromium (Debian's package).
 browser:

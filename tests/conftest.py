@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from tftrace.analysis.metrics.measured import Metrics
 
 ROOT = Path(__file__).resolve().parent.parent
+# Layers whose tests time nothing: ``make test`` runs them side by side (pytest-xdist) before
+# the end-to-end known answers, which run one at a time with the cores to themselves.
+SIDE_BY_SIDE_LAYERS = ("unit", "golden", "layout")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of a layer in ``SIDE_BY_SIDE_LAYERS`` is marked ``side_by_side`` (an
+    end-to-end file that times nothing says so in its own ``pytestmark``)."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.is_relative_to(tests) and path.relative_to(tests).parts[0] in SIDE_BY_SIDE_LAYERS:
+            item.add_marker(pytest.mark.side_by_side)
+
 
 # A known answer that needs every core to itself (a parallel speedup, a pool's concurrency on
 # 2 cores) is retried up to twice: the test machines are virtual, and the host takes CPU from

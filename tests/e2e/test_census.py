@@ -41,6 +41,9 @@ from tftrace.analysis.render.terminal import render_text
 from tftrace.tracer.child import thread_libraries
 from tftrace.tracer.child.thread_libraries import ThreadLibraries, read_thread_libraries
 
+# Figures checked against each other, never against the clock: it may share the cores.
+pytestmark = pytest.mark.side_by_side
+
 POOLS = [
     Pool.PYTHON_MAIN,  # 0: on a CPU the whole window
     Pool.INTER_OP,  # 1: an op 20-60 ms by the trace, little CPU

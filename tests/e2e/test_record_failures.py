@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, WORKLOADS, host_lines, quiet_env, tftrace, tftrace_command
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.side_by_side]  # times nothing
 
 
 def one_line_error(stderr: str) -> str:

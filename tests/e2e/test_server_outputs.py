@@ -67,6 +67,9 @@ from tftrace.analysis.xplane.schema import XSpace
 from tftrace.cli import main
 from trace_event_format import validate
 
+# Figures checked against each other, never against the clock: it may share the cores.
+pytestmark = pytest.mark.side_by_side
+
 SERVER = WORKLOADS / "server.py"
 CLIENTS, PER_CLIENT = 3, 60
 EVIL_SCRIPT = "<script>alert(1)</script>"

@@ -26,6 +26,7 @@ from tftrace.analysis.xplane.schema import XSpace
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # times nothing
     pytest.mark.skipif(
         CHROMIUM is None, reason="chromium not installed (make browser installs Debian's package)"
     ),

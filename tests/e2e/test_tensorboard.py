@@ -12,7 +12,7 @@ import pytest
 
 from conftest import EXAMPLES, free_port, http_get
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.side_by_side]  # times nothing
 
 
 def test_tensorboard_profile_plugin_reads_the_run(record):
