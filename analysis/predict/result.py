@@ -3,6 +3,7 @@ how sure (``basis``), beside the recorded setting it was calibrated on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,17 +139,18 @@ class Prediction:
         extrapolation only ``EXTRAPOLATION_MARGIN`` faster than every setting inside what the
         run shows. Among those within ``TIE`` of it, the recorded one, else one inside what
         the run shows, else the fewest threads."""
-        shown = [s.speedup for s in self.settings if not s.basis.startswith(EXTRAPOLATION)]
-        bar = max(shown, default=0.0) * (1 + EXTRAPOLATION_MARGIN)
-        trusted = [
-            s for s in self.settings if not s.basis.startswith(EXTRAPOLATION) or s.speedup > bar
-        ]
-        top = max(s.speedup for s in trusted)
-        near = [s for s in trusted if s.speedup * (1 + TIE) >= top]
-        return min(
-            near,
-            key=lambda s: (not s.recorded, s.basis.startswith(EXTRAPOLATION), s.intra + s.inter),
-        )
+        return _best(self.settings, lambda s: s.speedup)
+
+    def ranked(
+        self, figure: Callable[[SettingPrediction], float] = lambda s: s.speedup
+    ) -> list[SettingPrediction]:
+        """Every setting, best first by ``figure`` (higher better; default: the speedup),
+        each the ``best`` of those left, by its rules: what ``sweep --predict K`` times."""
+        left, order = list(self.settings), []
+        while left:
+            order.append(_best(left, figure))
+            left.remove(order[-1])
+        return order
 
     def recommended(self) -> SettingPrediction | None:
         """The setting predicted fastest where it is ``RECOMMEND_GAIN`` faster than the
@@ -196,3 +198,17 @@ class Prediction:
 
     def __str__(self) -> str:
         return as_text(self)
+
+
+def _best(
+    settings: Sequence[SettingPrediction], figure: Callable[[SettingPrediction], float]
+) -> SettingPrediction:
+    """``Prediction.best`` among ``settings`` by ``figure`` (higher better)."""
+    shown = [figure(s) for s in settings if not s.basis.startswith(EXTRAPOLATION)]
+    bar = max(shown, default=0.0) * (1 + EXTRAPOLATION_MARGIN)
+    trusted = [s for s in settings if not s.basis.startswith(EXTRAPOLATION) or figure(s) > bar]
+    top = max(figure(s) for s in trusted)
+    near = [s for s in trusted if figure(s) * (1 + TIE) >= top]
+    return min(
+        near, key=lambda s: (not s.recorded, s.basis.startswith(EXTRAPOLATION), s.intra + s.inter)
+    )

@@ -151,8 +151,13 @@ def narrow(
     for s in rankable:
         p = guess.setting(*pairs[s.key()])
         speedups[s.key()], bases[s.key()] = _figure(p, objective) / base_figure, p.basis
+    # ranked as the prediction's best is chosen: settings predicted alike go by what the run
+    # shows, then by fewer threads, never by the replay's rounding
+    order = {
+        (p.intra, p.inter): i for i, p in enumerate(guess.ranked(lambda p: _figure(p, objective)))
+    }
     others = sorted(
-        (s for s in rankable if s.key() != baseline.key()), key=lambda s: -speedups[s.key()]
+        (s for s in rankable if s.key() != baseline.key()), key=lambda s: order[pairs[s.key()]]
     )
     keep = {baseline.key()} | {s.key() for s in others[:k]}
     keep |= {s.key() for s in grid if s.key() not in speedups}

@@ -79,3 +79,16 @@ def test_a_setting_is_recommended_only_2_percent_faster_than_the_recorded(predic
     assert flat.recommended() is None
     gains = with_speedups(prediction, (2, 2, 1.0, RECORDED), (1, 2, 1.03, CALIBRATED))
     assert gains.recommended() == gains.setting(1, 2)
+
+
+def test_ranked_orders_settings_predicted_alike_by_what_the_run_shows_then_threads(prediction):
+    beyond = f"{EXTRAPOLATION}: inter 4 > 2 CPUs"
+    # inter 4 by the replay's rounding a hair ahead of inter 2 (it flipped between recordings
+    # of the same workload): inter 2, shown by the run, comes first, then 4, then the rest
+    alike = with_speedups(prediction, (1, 1, 1.0, RECORDED), (1, 2, 1.9494, CALIBRATED),
+                          (1, 4, 1.9495, beyond), (2, 2, 1.5, CALIBRATED))  # fmt: skip
+    assert [(s.intra, s.inter) for s in alike.ranked()] == [(1, 2), (1, 4), (2, 2), (1, 1)]
+    assert alike.ranked()[0] == alike.best()
+    # by another figure (a latency: higher is its inverse), the same rules
+    slow_first = alike.ranked(lambda s: 1 / s.speedup)
+    assert [(s.intra, s.inter) for s in slow_first] == [(1, 1), (2, 2), (1, 2), (1, 4)]
