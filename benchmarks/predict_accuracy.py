@@ -375,14 +375,21 @@ def detail(scored: Sequence[Scored]) -> list[str]:
 # Running
 
 
-def from_saved(dirs: Sequence[Path]) -> tuple[list[Scored], list[Path]]:
-    """Score the diagnosis runs saved under ``dirs`` (each with results.json); the scores and
-    the recordings scored."""
+def saved(dirs: Sequence[Path]) -> dict[str, tuple[d.Outcome, Path]]:
+    """The workloads saved under ``dirs`` (each with results.json), by name, with the folder
+    of each one's recording; a later folder's workload replaces an earlier one's."""
     by_name: dict[str, tuple[d.Outcome, Path]] = {}
     for folder in dirs:
         data = json.loads((folder / "results.json").read_text())
         for w in data["workloads"]:
             by_name[w["name"]] = (d.from_json(w), folder / w["name"] / "record")
+    return by_name
+
+
+def from_saved(dirs: Sequence[Path]) -> tuple[list[Scored], list[Path]]:
+    """Score the diagnosis runs saved under ``dirs`` (each with results.json); the scores and
+    the recordings scored."""
+    by_name = saved(dirs)
     records = [record for _, record in by_name.values()]
     return [_safe_score(o, record) for o, record in by_name.values()], records
 

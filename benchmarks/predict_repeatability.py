@@ -20,7 +20,6 @@ one (else the recorded one), as ``Prediction.recommended`` picks.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,14 +32,8 @@ from tftrace.analysis.predict.result import RECOMMEND_GAIN
 
 
 def outcomes(dirs: Sequence[Path]) -> dict[str, d.Outcome]:
-    """The swept workloads saved under ``dirs`` (each with results.json), by name."""
-    found: dict[str, d.Outcome] = {}
-    for folder in dirs:
-        for w in json.loads((folder / "results.json").read_text())["workloads"]:
-            outcome = d.from_json(w)
-            if outcome.table is not None:
-                found[w["name"]] = outcome
-    return found
+    """The swept workloads saved under ``dirs`` (``predict_accuracy.saved``), by name."""
+    return {name: o for name, (o, _) in pa.saved(dirs).items() if o.table is not None}
 
 
 def _compared(outcome: d.Outcome) -> pd.DataFrame:
@@ -112,10 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("no workload was swept in both sets")
     print(d.text_table(pa.HEADER[:7], [r[:7] for r in pa.rows(scored)]))
     print()
-    # the --predict lines judge tftrace's picks against the grid: not this comparison's
-    lines = [line for line, _ in pa.judgements(pa.figures(scored))]
-    for line in [*lines[:3], lines[4]]:
-        print(line.replace("rank correlation", "measured against measured: rank correlation"))
+    # the --predict and "predicted:" lines judge tftrace's picks and reach: not this comparison's
+    for line, _ in pa.judgements(pa.figures(scored)):
+        if not line.startswith(("--predict", "predicted:")):
+            print(line.replace("rank correlation", "measured against measured: rank correlation"))
     return 0
 
 

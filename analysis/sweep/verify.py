@@ -38,7 +38,6 @@ import pandas as pd
 from tftrace.analysis.analyze import Analysis, analyze
 from tftrace.analysis.findings.finding import (
     AdvisedSetting,
-    Expect,
     Finding,
     Status,
     Verification,
@@ -201,19 +200,25 @@ def _left_open(
     """The advised settings of the findings whose verdict ``open_to_noise`` leaves open."""
     unsure: list[Setting] = []
     for f in findings:
-        if f.setting is None or f.setting.expect is not Expect.NOT_SLOWER:
+        if f.setting is None:
             continue
         setting = advised(f.setting, now, by_cpus)
-        try:
-            a, b = (
-                figures(runs, now, f.setting.objective),
-                figures(runs, setting, f.setting.objective),
-            )
-        except TimingError:
-            continue
-        if setting != now and a and b and open_to_noise(f.setting.expect, a, b):
+        pair = _paired(runs, now, setting, f.setting.objective) if setting != now else None
+        if pair is not None and open_to_noise(f.setting.expect, *pair):
             unsure.append(setting)
     return list(dict.fromkeys(unsure))
+
+
+def _paired(
+    runs: pd.DataFrame, now: Setting, setting: Setting, objective: str | None
+) -> tuple[list[float], list[float]] | None:
+    """The run's own and ``setting``'s per-run figures (``figures``) on ``objective``; None
+    where the runs give none for either, or the objective is one this tftrace does not know."""
+    try:
+        a, b = figures(runs, now, objective), figures(runs, setting, objective)
+    except TimingError:
+        return None
+    return (a, b) if a and b else None
 
 
 def verification_runs(folder: Path) -> pd.DataFrame:
@@ -271,12 +276,10 @@ def mark(
         if setting == now:
             return _unchanged(f, now)
         goal = f.setting.objective
-        try:
-            a, b = figures(runs, now, goal), figures(runs, setting, goal)
-        except TimingError:  # an objective this tftrace does not know
+        pair = _paired(runs, now, setting, goal)
+        if pair is None:
             return f
-        if not a or not b:
-            return f
+        a, b = pair
         name, base = _as_advised(setting, f.setting), _as_advised(now, f.setting)
         status, reason = judge(f.setting.expect, a, b, name.label(), base.label(), goal)
         speed, lo, hi, count = compare(a, b)
