@@ -168,6 +168,9 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
         s.skipped = "the recorded setting is not in the sweep"
         return s
     recorded = guess.setting(*outcome.recorded)
+    # the order ``sweep --predict K`` times settings in (settings predicted alike go by what
+    # the run shows, then fewer threads), not the replay's rounding
+    order = {(p.intra, p.inter): i for i, p in enumerate(guess.ranked())}
     for _, row in rows.iterrows():
         key = (int(row["intra"]), int(row["inter"]))
         if key[0] not in intras:
@@ -186,6 +189,7 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
                 "pred_speedup": p.speedup / recorded.speedup,
                 "basis": p.basis,
                 "reason": p.reason,
+                "rank": order[key],
             }
         )
     pick = guess.recommended() or recorded
@@ -211,9 +215,9 @@ def _recommendation(rows: pd.DataFrame, recorded: tuple[int, int]) -> str:
 
 def _predicted_k(rows: pd.DataFrame, s: Scored, k: int) -> pd.DataFrame:
     """The measured rows a ``--predict k`` sweep would have run: the recorded setting and
-    the ``k`` others predicted fastest."""
+    the ``k`` others ranked first, as ``sweep --predict k`` ranks them (``Prediction.ranked``)."""
     f = s.frame
-    others = f[~f["recorded"]].nsmallest(k, "predicted_s")
+    others = f[~f["recorded"]].nsmallest(k, "rank")
     keep = {tuple(s.recorded)}
     keep |= {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"], strict=True)}
     mask = [(int(a), int(e)) in keep for a, e in zip(rows["intra"], rows["inter"], strict=True)]

@@ -64,6 +64,7 @@ def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
         s.skipped = "the recorded setting differs between the sets, or was not swept in both"
         return s
     then, now = both.loc[[rec], "s_first"].iloc[0], both.loc[[rec], "s_second"].iloc[0]
+    rank = both["s_first"].rank(method="first")
     for (intra, inter), row in both.iterrows():
         s.settings.append(
             {
@@ -78,6 +79,7 @@ def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
                 "pred_speedup": float(then / row["s_first"]),
                 "basis": "measured",
                 "reason": "",
+                "rank": int(rank.loc[[(intra, inter)]].iloc[0]) - 1,
             }
         )
     fastest = both["s_first"].idxmin()

@@ -11,10 +11,13 @@ from conftest import load_benchmark
 pa = load_benchmark("predict_accuracy")
 
 
-def scored(name, recorded, rows, pick=None):
+def scored(name, recorded, rows, pick=None, order=None):
     """rows: (intra, inter, measured s, predicted s); speedups over the recorded setting;
-    ``pick``: what the prediction recommends (``Prediction.recommended``), None: keep."""
+    ``pick``: what the prediction recommends (``Prediction.recommended``), None: keep;
+    ``order``: the settings as ``Prediction.ranked`` orders them (default: fastest
+    predicted first)."""
     rec = next(r for r in rows if (r[0], r[1]) == recorded)
+    order = order or [(a, e) for a, e, _, _ in sorted(rows, key=lambda r: r[3])]
     settings = [
         {
             "intra": a,
@@ -26,6 +29,7 @@ def scored(name, recorded, rows, pick=None):
             "pred_speedup": rec[3] / p,
             "basis": "calibrated",
             "reason": "cores",
+            "rank": order.index((a, e)),
         }
         for a, e, m, p in rows
     ]
@@ -81,6 +85,22 @@ def test_a_predict_2_sweep_runs_the_recorded_and_the_two_predicted_best():
     assert sorted(zip(picked["intra"], picked["inter"], strict=True)) == [(1, 2), (2, 1), (2, 2)]
     # the whole grid and the three runs recommend the same: 1/2, 2x faster beyond noise
     assert pa._recommendation(rows, (2, 2)) == pa._recommendation(picked, (2, 2)) == "1/2"
+
+
+def test_a_predict_2_sweep_takes_the_settings_in_the_predictions_order_not_its_rounding():
+    # 1/1 and 1/4 predicted alike (within 1 %): the prediction ranks 1/1 first (what the run
+    # shows before an extrapolation), though the replay put 1/4 a hair faster
+    grid = [(2, 1, 0.010, 0.010), (1, 2, 0.008, 0.0080), (1, 1, 0.006, 0.00840),
+            (1, 4, 0.009, 0.00839)]  # fmt: skip
+    order = [(1, 2), (1, 1), (1, 4), (2, 1)]
+    s = scored("tied", (2, 1), grid, order=order)
+    rows = pd.DataFrame(
+        [{"intra": a, "inter": e, "runs": 5, "median_s": m, "min_s": m * 0.99,
+          "max_s": m * 1.01} for a, e, m, _ in grid]
+    )  # fmt: skip
+    picked = pa._predicted_k(rows, s, 2)
+    assert sorted(zip(picked["intra"], picked["inter"], strict=True)) == [(1, 1), (1, 2), (2, 1)]
+    assert pa._recommendation(picked, (2, 1)) == pa._recommendation(rows, (2, 1)) == "1/1"
 
 
 def test_figures_and_their_verdicts():
