@@ -121,6 +121,7 @@ def predict(
     notes: list[str] = []
     intras = _values(intra, "intra", cores, notes, rec_intra)
     inters = _values(inter, "inter", cores, notes, rec_inter)
+    notes += _beyond_cores(intras, cores, rec_intra)
     items = subject.items
     replays = Replays(
         subject.works, cores, rec_intra, items.caller_share, subject.thread_of, items.background
@@ -229,6 +230,20 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: 
             "run (no OS samples of it, or too few)"
         )
     return notes
+
+
+def _beyond_cores(intras: Iterable[int], cores: float, rec_intra: int) -> list[str]:
+    """Intra-op pools larger than the CPUs and than the recording's: the replay shares the
+    cores among their workers at no cost, and on the corpus they ran slower than that."""
+    beyond = [i for i in intras if i > cores and i > rec_intra]
+    if not beyond:
+        return []
+    return [
+        f"intra-op {', '.join(map(str, beyond))}: more Eigen workers than the {cores:g} CPUs "
+        f"and than recorded ({rec_intra}); such pools ran up to a third slower than predicted "
+        "where the ops were small or many (docs/predict.md, intra-op 4 on 2 cores), a cost "
+        "the trace does not show: take their figures as the most they could give"
+    ]
 
 
 def _ops(works: tuple[StepWork, ...]) -> list[OpWork]:

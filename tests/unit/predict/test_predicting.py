@@ -75,6 +75,20 @@ def test_an_op_with_two_shards_at_intra_2_is_slower_inline():
     assert four.basis == "extrapolation: intra 4 > 2 CPUs"
 
 
+def test_intra_op_pools_beyond_the_cpus_and_the_recorded_one_are_said():
+    run = stepped_run([MAIN, INTER, EIGEN_WORKER, EIGEN_WORKER], sharded_step, intra=2)
+    notes = predict(run, intra=(1, 2, 4, 8), inter=(1,)).notes
+    beyond = [n for n in notes if n.startswith("intra-op")]
+    assert beyond == [
+        "intra-op 4, 8: more Eigen workers than the 2 CPUs and than recorded (2); such pools "
+        "ran up to a third slower than predicted where the ops were small or many "
+        "(docs/predict.md, intra-op 4 on 2 cores), a cost the trace does not show: take "
+        "their figures as the most they could give"
+    ]
+    within = predict(run, intra=(1, 2), inter=(1, 2, 4)).notes  # inter-op beyond: no word
+    assert not [n for n in within if n.startswith("intra-op")]
+
+
 def test_a_python_step_is_unchanged_by_every_setting():
     p = predict(stepped_run([MAIN, INTER], py_function_step))
     assert [(s.intra, s.inter) for s in p.settings] == [(1, 1), (1, 2), (1, 4)]  # the ladder
