@@ -64,8 +64,9 @@ def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
         s.skipped = "the recorded setting differs between the sets, or was not swept in both"
         return s
     then, now = both.loc[[rec], "s_first"].iloc[0], both.loc[[rec], "s_second"].iloc[0]
-    rank = both["s_first"].rank(method="first")
-    for (intra, inter), row in both.iterrows():
+    # the first set's order, fastest first: the "prediction's" ranking (``Prediction.ranked``)
+    ranks = both["s_first"].rank(method="first").astype(int) - 1
+    for ((intra, inter), row), rank in zip(both.iterrows(), ranks, strict=True):
         s.settings.append(
             {
                 "intra": intra,
@@ -79,7 +80,7 @@ def as_prediction(first: d.Outcome, second: d.Outcome) -> pa.Scored:
                 "pred_speedup": float(then / row["s_first"]),
                 "basis": "measured",
                 "reason": "",
-                "rank": int(rank.loc[[(intra, inter)]].iloc[0]) - 1,
+                "rank": int(rank),
             }
         )
     fastest = both["s_first"].idxmin()
