@@ -60,6 +60,7 @@ from typing import Any
 
 import diagnosis as d
 import pandas as pd
+from split_half import reliability
 
 import tftrace
 from tftrace.analysis.render.formatting import markdown_text
@@ -87,6 +88,9 @@ class Scored:
     grid_size: int = 0
     notes: list[str] = field(default_factory=list)
     pick: tuple[int, int] | None = None  # what the prediction recommends, else the recorded
+    # the sweep's timed runs of the settings compared (intra, inter, round, time_s), for the
+    # measurement's agreement with itself (``split_half``)
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -194,9 +198,27 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
         )
     pick = guess.recommended() or recorded
     s.pick = (pick.intra, pick.inter)
+    s.runs = timed_runs(record.parent / "sweep" / "sweep.json", outcome.env, s)
     s.recommended = _recommendation(rows, outcome.recorded)
     s.predicted_recommendation = _recommendation(_predicted_k(rows, s, PREDICT_K), outcome.recorded)
     return s
+
+
+def timed_runs(path: Path, env: d.Knobs, s: Scored) -> list[dict[str, Any]]:
+    """The sweep's timed runs (``path``: its sweep.json; none where it is not there) of the
+    settings ``s`` compares, at the recorded values of ``env``'s variables."""
+    try:
+        runs = json.loads(path.read_text())["runs"]
+    except (OSError, ValueError, KeyError):
+        return []
+    compared = {(int(x["intra"]), int(x["inter"])) for x in s.settings}
+    return [
+        {k: r[k] for k in ("intra", "inter", "round", "time_s")}
+        for r in runs
+        if (r["intra"], r["inter"]) in compared
+        and r.get("time_s") is not None
+        and all(str(r.get("env", {}).get(name, value)) == value for name, value in env)
+    ]
 
 
 def _rows_at_recorded_env(table: pd.DataFrame, env: d.Knobs) -> pd.DataFrame:
@@ -268,7 +290,15 @@ def figures(scored: Sequence[Scored]) -> dict[str, Any]:
         "runs_saved": (grid - runs_k, grid),
         "reached": (sum(reached), len(reached)),
         "told_apart": tuple(sum(pair) for pair in zip(*apart, strict=True)) if apart else (0, 0),
+        "measurement": _measurement(predicted),
     }
+
+
+def _measurement(scored: Sequence[Scored]) -> dict[str, float] | None:
+    """The measured speedups' agreement with themselves (``split_half``), as a dict."""
+    runs = {s.name: pd.DataFrame(s.runs) for s in scored if s.runs}
+    found = reliability(runs, {s.name: tuple(s.recorded) for s in scored})
+    return asdict(found) if found else None
 
 
 def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
@@ -314,7 +344,19 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
             None,
         ),
         (f"predicted: {f['predicted']} of {f['workloads']} workloads", None),
+        (_measurement_line(f.get("measurement")), None),
     ]
+
+
+def _measurement_line(m: dict[str, float] | None) -> str:
+    if m is None:
+        return "the measurement against itself: n/a (fewer than 4 rounds of runs)"
+    return (
+        f"the measurement against itself: two halves of the runs rank the {m['points']:.0f} "
+        f"settings alike at {m['half']:.2f} (mean of {m['splits']:.0f} splits); all the runs, "
+        f"{m['full']:.2f} (Spearman-Brown): a prediction free of error would reach about "
+        f"{m['ceiling']:.2f} against these medians"
+    )
 
 
 def _num(x: float | None) -> str:

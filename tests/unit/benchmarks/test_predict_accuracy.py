@@ -166,3 +166,32 @@ def test_only_the_pairs_the_measurement_tells_apart_are_ordered():
     assert found["told_apart"] == (2, 4)
     assert any("2 of 4 pairs ordered as measured (50%)" in line for line, _ in pa.judgements(found))
     assert GOOD.told_apart() == (0, 0)  # no ranges: nothing judged
+
+
+def test_timed_runs_are_the_compared_settings_at_the_recorded_variables(tmp_path):
+    s = scored("w", (2, 2), [(2, 2, 10, 10), (1, 2, 5, 6), (1, 1, 20, 20)])
+    blas = {"OPENBLAS_NUM_THREADS": "2"}
+    one = {"OPENBLAS_NUM_THREADS": "1"}
+    runs = [
+        {"intra": 2, "inter": 2, "round": 0, "time_s": 0.01, "env": blas, "steps": 9},
+        {"intra": 2, "inter": 2, "round": 0, "time_s": 0.02, "env": one},
+        {"intra": 1, "inter": 2, "round": 0, "time_s": 0.005, "env": blas},
+        {"intra": 4, "inter": 2, "round": 0, "time_s": 0.03, "env": blas},  # not compared
+        {"intra": 1, "inter": 1, "round": 0, "time_s": None, "env": blas},  # failed run
+    ]
+    path = tmp_path / "sweep.json"
+    path.write_text(pa.json.dumps({"runs": runs}))
+    got = pa.timed_runs(path, (("OPENBLAS_NUM_THREADS", "2"),), s)
+    assert got == [
+        {"intra": 2, "inter": 2, "round": 0, "time_s": 0.01},
+        {"intra": 1, "inter": 2, "round": 0, "time_s": 0.005},
+    ]
+    assert pa.timed_runs(tmp_path / "missing.json", (), s) == []
+
+
+def test_the_measurement_line_gives_the_ceiling_or_why_there_is_none():
+    line = pa._measurement_line(
+        {"half": 0.65, "full": 0.79, "ceiling": 0.89, "splits": 35, "points": 104}
+    )
+    assert "104 settings alike at 0.65" in line and "about 0.89" in line
+    assert "n/a" in pa._measurement_line(None)

@@ -1,0 +1,107 @@
+"""How well the sweeps' measurements rank the settings against themselves: the ceiling of the
+prediction benchmark's rank correlation.
+
+A prediction is scored against measured medians, and those medians are noisy. How noisy, in
+the benchmark's own terms: each workload's timed runs are split by round into two halves (the
+sweep interleaves the settings, so a round times each of them once), each half gives every
+setting its median and its speedup over the recorded setting, and the two halves' speedups,
+pooled over the workloads, are rank-correlated as a prediction is. Every split of the rounds
+into two near-equal halves is taken and the correlations averaged (not one arbitrary split).
+The Spearman-Brown formula carries a half's correlation to all the runs (``2 r / (1 + r)``: the
+correlation two independent sweeps of as many runs would show), and its square root is the
+most a prediction free of error could reach against these medians (classical test theory: a
+measurement correlates with its own expected value by the root of its reliability). A pooled
+target above that ceiling is out of reach of any model on that set of runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+# Beyond this many rounds, the splits taken are the first this many of them in order (35 for
+# 7 rounds: C(7, 3)); each split is a rank correlation over the whole corpus.
+MAX_SPLITS = 70
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """``half``: the mean rank correlation between halves of the runs; ``full``: carried to all
+    the runs (Spearman-Brown); ``ceiling``: its square root; ``splits``: the splits averaged;
+    ``points``: the settings pooled."""
+
+    half: float
+    full: float
+    ceiling: float
+    splits: int
+    points: int
+
+
+def reliability(
+    runs: Mapping[str, pd.DataFrame], recorded: Mapping[str, tuple[int, int]]
+) -> Reliability | None:
+    """The halves' agreement over ``runs`` (per workload: one row a timed run, columns
+    ``intra``, ``inter``, ``round``, ``time_s``; only the settings to be scored), each workload's
+    speedups over its ``recorded`` setting. None where fewer than 4 rounds or 3 settings are
+    there to split, or the halves agree on nothing (no spread)."""
+    usable = {
+        name: frame
+        for name, frame in runs.items()
+        if not frame.empty and name in recorded and _has(frame, recorded[name])
+    }
+    rounds = sorted({int(r) for frame in usable.values() for r in frame["round"]})
+    if len(rounds) < 4:
+        return None
+    splits = _halves(rounds)
+    rhos = []
+    for first in splits:
+        a = _pooled(usable, recorded, first)
+        b = _pooled(usable, recorded, set(rounds) - first)
+        both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
+        if len(both) >= 3:
+            rho = both["a"].corr(both["b"], method="spearman")
+            if not math.isnan(rho):
+                rhos.append(float(rho))
+    if not rhos:
+        return None
+    half = sum(rhos) / len(rhos)
+    full = 2 * half / (1 + half) if half > -1 else -1.0
+    points = len(_pooled(usable, recorded, set(rounds)))
+    return Reliability(half, full, math.sqrt(max(full, 0.0)), len(rhos), points)
+
+
+def _has(frame: pd.DataFrame, setting: tuple[int, int]) -> bool:
+    return bool(((frame["intra"] == setting[0]) & (frame["inter"] == setting[1])).any())
+
+
+def _halves(rounds: Sequence[int]) -> list[set[int]]:
+    """The first ``MAX_SPLITS`` sets of half the rounds (rounded down), each split once: where
+    the halves are of one size, only the sets that hold the first round (a split and its
+    mirror are the same split)."""
+    size = len(rounds) // 2
+    combos = [set(c) for c in itertools.combinations(rounds, size)]
+    if 2 * size == len(rounds):
+        combos = [c for c in combos if rounds[0] in c]
+    return combos[:MAX_SPLITS]
+
+
+def _pooled(
+    runs: Mapping[str, pd.DataFrame], recorded: Mapping[str, tuple[int, int]], rounds: set[int]
+) -> pd.Series:
+    """Every workload's speedups over its recorded setting from the runs of ``rounds``,
+    indexed by (workload, intra, inter)."""
+    parts = []
+    for name, frame in runs.items():
+        mine = frame[frame["round"].isin(rounds)]
+        medians = mine.groupby(["intra", "inter"])["time_s"].median()
+        base = medians.get(recorded[name])
+        if base is None or not base > 0:
+            continue
+        speedup = base / medians
+        speedup.index = pd.MultiIndex.from_tuples([(name, *k) for k in speedup.index])
+        parts.append(speedup)
+    return pd.concat(parts) if parts else pd.Series(dtype=float)

@@ -1,0 +1,67 @@
+"""The measurement's agreement with itself (split halves of a sweep's rounds), on hand-built
+runs with a known answer."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import load_benchmark
+
+sh = load_benchmark("split_half")
+
+
+def runs(times: dict[tuple[int, int], list[float]]) -> pd.DataFrame:
+    """One row a timed run: ``times`` maps a setting to its time in each round."""
+    return pd.DataFrame(
+        [
+            {"intra": a, "inter": e, "round": r, "time_s": t}
+            for (a, e), each in times.items()
+            for r, t in enumerate(each)
+        ]
+    )
+
+
+def test_a_measurement_without_noise_agrees_with_itself_whatever_the_rounds_speed():
+    # round 2 is 1.5x slower for every setting (a busy minute): the speedups do not move
+    steady = runs({(2, 2): [1, 1, 1.5, 1], (1, 2): [2, 2, 3, 2], (4, 2): [4, 4, 6, 4]})
+    found = sh.reliability({"w": steady}, {"w": (2, 2)})
+    assert (found.half, found.full, found.ceiling) == (1.0, 1.0, 1.0)
+    assert found.splits == 3  # 4 rounds: {0,1}, {0,2}, {0,3} against the rest
+    assert found.points == 3
+
+
+def test_halves_that_disagree_in_one_split_of_three():
+    # split {0,1}|{2,3}: A ranks above B in one half, below in the other (Spearman 0.5); the
+    # other two splits see A and B tied at 2.5 s in both halves (1.0): mean 5/6
+    times = {(2, 2): [1, 1, 1, 1], (1, 2): [2, 2, 3, 3], (4, 2): [3, 3, 2, 2]}
+    found = sh.reliability({"w": runs(times)}, {"w": (2, 2)})
+    assert found.half == pytest.approx(5 / 6)
+    assert found.full == pytest.approx(2 * (5 / 6) / (1 + 5 / 6))
+    assert found.ceiling == pytest.approx(math.sqrt(found.full))
+
+
+def test_workloads_pool_and_seven_rounds_give_every_split_of_three_against_four():
+    a = runs({(2, 2): [1] * 7, (1, 2): [2] * 7, (4, 2): [3] * 7})
+    b = runs({(1, 1): [5] * 7, (2, 1): [4] * 7})
+    found = sh.reliability({"a": a, "b": b}, {"a": (2, 2), "b": (1, 1)})
+    assert found.splits == 35
+    assert found.points == 5
+    assert found.half == 1.0
+
+
+def test_too_few_rounds_or_settings_say_nothing():
+    three_rounds = runs({(2, 2): [1, 1, 1], (1, 2): [2, 2, 2], (4, 2): [3, 3, 3]})
+    assert sh.reliability({"w": three_rounds}, {"w": (2, 2)}) is None
+    two_settings = runs({(2, 2): [1, 1, 1, 1], (1, 2): [2, 2, 3, 3]})
+    assert sh.reliability({"w": two_settings}, {"w": (2, 2)}) is None
+
+
+def test_a_workload_without_its_recorded_setting_is_left_out():
+    scored = runs({(2, 2): [1, 1, 1, 1], (1, 2): [2, 2, 2, 2], (4, 2): [3, 3, 3, 3]})
+    unrecorded = runs({(1, 1): [9, 1, 9, 1], (2, 1): [1, 9, 1, 9]})
+    found = sh.reliability({"w": scored, "x": unrecorded}, {"w": (2, 2), "x": (4, 4)})
+    assert found.points == 3
+    assert found.half == 1.0
