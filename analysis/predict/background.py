@@ -10,7 +10,14 @@ replay adds beside the work it runs.
   none at intra-op 1 (no workers).
 
 Each is an average over the span (the OS sampler reads a few times a second at most for
-processes), taken as steady. A thread's Python (the main thread between ops, a
+processes), taken as steady, but for a BLAS library's pool (NumPy's products, OpenBLAS or
+MKL): it works only when Python calls it, so its CPU goes with the Python of the replayed
+threads (``beside_python``: cores of it beside each thread running Python, a
+``tf.numpy_function`` or the main thread between ops; at most its threads' number), and
+what more it used stays in ``threads``. Held apart throughout instead, a pool that ran only
+inside a ``tf.numpy_function`` took its cores from the TF ops that ran after the function,
+and inter-op 1 (the function and the ops one after the other) was predicted 0.92x where it
+ran 1.06x. A thread's Python (the main thread between ops, a
 ``tf.py_function``) is not here: the replay keeps it where it ran, at its own CPU
 (``items.Items.shares_of``).
 """
@@ -47,6 +54,8 @@ class Background:
     threads: float = 0.0
     processes: float = 0.0
     spin: float = 0.0
+    beside_python: float = 0.0
+    with_python: float = 0.0  # the part of ``threads`` that goes with the Python (an average)
 
     @property
     def recorded(self) -> float:
@@ -56,19 +65,28 @@ class Background:
     def at(self, intra: int, recorded_intra: int) -> float:
         """The cores held beside a replay at ``intra`` Eigen workers."""
         spin = 0.0 if intra <= 1 else self.spin * intra / max(recorded_intra, 1)
-        return self.threads + self.processes + spin
+        return self.threads - self.with_python + self.processes + spin
 
 
-def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Background:
+def background(
+    run: Run, lo: int, hi: int, replayed: tuple[int, ...], python_ns: float = 0.0
+) -> Background:
     """The ``Background`` over [lo, hi]; ``replayed``: the Python threads the replay runs
-    (the main thread, a server's request threads). Nothing without the OS sampler."""
+    (the main thread, a server's request threads); ``python_ns``: their time running Python
+    over the span, summed over them. Nothing without the OS sampler."""
     if hi <= lo or run.samples.empty:
         return Background()
     seconds = (hi - lo) / 1e9
     cpu = thread_cpu(run, (lo, hi))
     pool = cpu["pool"].astype(str)
     others = ~pool.isin(REPLAYED) & ~cpu["thread"].isin(replayed)
-    threads = float(cpu.loc[others, "cpu_ns"].clip(lower=0).sum()) / 1e9 / seconds
+    used = cpu["cpu_ns"].clip(lower=0)
+    blas = others & (pool == Pool.BLAS_OPENMP.value)
+    beside = 0.0
+    if python_ns > 0 and blas.any():
+        beside = min(float(used[blas].sum()) / python_ns, float(blas.sum()))
+    threads = float(used[others].sum()) / 1e9 / seconds
+    with_python = min(beside * python_ns / 1e9 / seconds, threads)
     eigen = pool == Pool.INTRA_OP.value
     spin = float(cpu.loc[eigen, "outside_busy_ns"].clip(lower=0).sum()) / 1e9 / seconds
     processes = 0.0
@@ -76,4 +94,4 @@ def background(run: Run, lo: int, hi: int, replayed: tuple[int, ...]) -> Backgro
     if held is not None:
         outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
         processes = max(outside, 0.0) / seconds
-    return Background(threads, processes, spin)
+    return Background(threads, processes, spin, beside, with_python)

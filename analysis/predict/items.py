@@ -112,10 +112,10 @@ def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores:
         share,
     )
     busy = _busy(run, items, closures, mains)
-    held = background(run, lo, hi, mains)
     on_cpu = cpu_rates(run, busy)
     # a main (or request) thread's Python: its CPU over its time outside its calls
     spans = {m: _python_spans(items, m, lo, hi) for m in mains}
+    held = background(run, lo, hi, mains, _python_ns(items, spans, lo, hi))
     rates = {**on_cpu, **cpu_rates(run, spans, unbusy=0.0)}
     loads = [(s, e, _loads(rates.get(m), s, e)) for m, (s, e) in spans.items()]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
@@ -147,6 +147,16 @@ def _python_spans(
     ends = np.r_[np.clip(s, lo, hi), hi]
     keep = ends > starts
     return starts[keep], ends[keep]
+
+
+def _python_ns(
+    items: pd.DataFrame, spans: dict[int, tuple[np.ndarray, np.ndarray]], lo: int, hi: int
+) -> float:
+    """The threads' time running Python over [lo, hi]: their ``tf.py_function`` ops and the
+    main (or request) threads' time outside ops, summed over the threads."""
+    py = items[items["what"] == PYTHON]
+    inside = np.clip(py["end_ns"], lo, hi) - np.clip(py["start_ns"], lo, hi)
+    return float(inside.sum()) + sum(float((e - s).sum()) for s, e in spans.values())
 
 
 def _loads(rate: CpuRate | None, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -187,9 +187,10 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: 
     notes: list[str] = []
     if charged > 0:
         notes.append(
-            f"{charged:.0%} of the recorded time is not in its replay, and its ops ran split "
-            "while its threads outnumbered the cores: that time is taken as what the crowding "
-            "cost, and charged to each setting by its own crowded time"
+            f"{charged:.0%} of the recorded time is not in its replay, and its ops (or a BLAS "
+            "pool's products) ran split while its threads outnumbered the cores: that time is "
+            "taken as what the crowding cost, and charged to each setting by its own crowded "
+            "time"
         )
     elif abs(residual) > RESIDUAL_NOTE:
         notes.append(
@@ -218,6 +219,13 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: 
             "can cost several times the op's work run inline (docs/predict.md, on 16 cores), "
             "and the replay runs a split op inline as its shards' work, so settings with a "
             "smaller intra-op pool may be faster than predicted"
+        )
+    held = items.background
+    if held.beside_python > 0:
+        notes.append(
+            f"a BLAS library's pool used {held.beside_python:.2f} of a core beside each thread "
+            f"running Python ({held.with_python:.2f} of a core over the span, the OS sampler): "
+            "the replay runs it there, beside the Python that calls it, not throughout"
         )
     if items.caller_measured:
         notes.append(

@@ -129,9 +129,11 @@ class _Replay:
         rec_intra: int,
         caller: float,
         background: float,
+        beside_python: float = 0.0,
     ):
         self.units = step.units
         self.caller = caller
+        self.beside = beside_python
         # what others hold is theirs: their share does not shrink as the pools grow (a
         # process pinned to a CPU keeps it; the shards queued behind it wait for it)
         self.intra, self.cores, self.rec_intra = intra, left_to(cores, background), rec_intra
@@ -172,13 +174,18 @@ class _Replay:
         workers = self.intra / len(pars) if pars else 0.0
         lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
         demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
-        python = sum(s.load for s in active if s.kind == WAITS and s.why in HOLDS_GIL)
+        in_python = [s for s in active if s.kind == WAITS and s.why in HOLDS_GIL]
+        python = sum(s.load for s in in_python)
         demand += sum(s.load for s in active if s.kind == WAITS and s.why not in HOLDS_GIL)
-        demand += min(python, 1.0)
+        demand += min(python, 1.0) + self.beside * len(in_python)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
         locked = min(share, 1.0 / python) if python > 1.0 else share
+        # a thread in Python whose BLAS pool works beside it ends as the slower of the two
+        blas = min(self.beside, 1.0)
         rates = {
-            s.unit: 1 - s.load + s.load * (locked if s.why in HOLDS_GIL else share)
+            s.unit: min(1 - s.load + s.load * locked, 1 - blas + blas * share)
+            if s.kind == WAITS and s.why in HOLDS_GIL
+            else 1 - s.load + s.load * share
             if s.kind == WAITS
             else share * lanes.get(s.unit, 1.0)
             for s in active
@@ -189,7 +196,8 @@ class _Replay:
         dt = max(dt, 0.0)
         if all(s.kind == WAITS and s.why != HANDOFF for s in active):
             self.host += dt
-        if pars and demand > self.cores + CROWD:
+        split = pars or (in_python and self.beside > 0)  # a BLAS product splits too
+        if split and demand > self.cores + CROWD:
             self.crowded += dt
         self.t += dt
         for s in active:
@@ -271,9 +279,13 @@ def replay(
     recorded_intra: int,
     caller: float = 1.0,
     background: float = 0.0,
+    beside_python: float = 0.0,
 ) -> Replayed:
     """The span of ``step`` replayed on ``inter`` inter-op threads, ``intra`` Eigen workers and
     ``cores`` cores (``recorded_intra``: the pool its shards were recorded on; ``caller``: the
     share of a core an op's own thread takes, and works with, while its shards run;
-    ``background``: cores held by what the replay does not run, ``background.py``)."""
-    return _Replay(step, intra, inter, cores, recorded_intra, caller, background).run()
+    ``background``: cores held by what the replay does not run; ``beside_python``: cores a
+    BLAS pool works beside each thread running Python, ``background.py``)."""
+    return _Replay(
+        step, intra, inter, cores, recorded_intra, caller, background, beside_python
+    ).run()

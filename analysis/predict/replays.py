@@ -54,7 +54,16 @@ class Replays:
             cores = self.cores * more_cores
             held = self.held.at(intra, self.rec_intra)
             steps = [
-                replay(w, intra, inter, cores, self.rec_intra, self.caller, held)
+                replay(
+                    w,
+                    intra,
+                    inter,
+                    cores,
+                    self.rec_intra,
+                    self.caller,
+                    held,
+                    self.held.beside_python,
+                )
                 for w in self.works
             ]
             span = sum(r.span_ns for r in steps)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import NEEDS_QUIET_CORES, WORKLOADS, quiet_env, tftrace
-from tftrace import analyze, load
+from tftrace import analyze, load, predict
 from tftrace.analysis.metrics.core_use import core_use
 from tftrace.analysis.render.formatting import printable
 
@@ -102,6 +102,9 @@ def test_a_blas_pool_beside_tf_pools_is_named_and_its_advice_confirmed(tmp_path:
     assert library.setting is not None
     assert dict(library.setting.env) == {"OPENBLAS_NUM_THREADS": "1"}
     assert "openblas" in library.message.lower()
+    # the prediction runs the library's pool beside the numpy_function that calls it
+    guess = predict(run, intra=(2,), inter=(1, 2))
+    assert any("BLAS library's pool used" in note for note in guess.notes), guess.notes
     # TF's threads waited for the cores the library's held: its variable is the one advice
     assert "tf-pools-beside-library-pool" not in found
     assert "Else one thread per TF pool" in library.action

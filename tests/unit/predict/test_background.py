@@ -93,3 +93,21 @@ def test_the_background_counts_other_threads_and_the_workers_spin():
     assert background(stepped_run([MAIN, INTER], two_closures_step), 0, 90 * MS, (0,)) == (
         Background()
     )
+
+
+def test_a_blas_pool_goes_with_the_python_that_calls_it():
+    """The BLAS thread used 45 ms of CPU over 90 ms; the threads ran Python for 60 ms of it:
+    0.75 of a core beside each, the 0.5 core it averaged goes with the Python, none is held
+    apart. At most its threads' number: beside 30 ms of Python, one core, and the 15 ms more
+    it used stay held apart (1/6 of a core over the span)."""
+    run = stepped_run([MAIN, INTER, EIGEN, EIGEN, BLAS], sharded_step, steps=3, intra=2)
+    run = dataclasses.replace(run, samples=_sampled(run, 4, 0.5, 0.0, 90))
+    held = background(run, 0, 90 * MS, (0,), python_ns=60 * MS)
+    assert held.beside_python == pytest.approx(0.75, rel=0.02)
+    assert held.with_python == pytest.approx(0.5, rel=0.02)
+    assert held.at(2, 2) == pytest.approx(0.0, abs=0.02)
+    assert held.recorded == pytest.approx(0.5, rel=0.02)  # the recording had it all the same
+    short = background(run, 0, 90 * MS, (0,), python_ns=30 * MS)
+    assert short.beside_python == pytest.approx(1.0)
+    assert short.at(2, 2) == pytest.approx(0.5 - 1 / 3, rel=0.05)
+    assert background(run, 0, 90 * MS, (0,)).beside_python == 0.0  # no Python: held apart

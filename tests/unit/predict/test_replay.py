@@ -156,3 +156,18 @@ def test_a_closure_a_call_releases_late_follows_the_call_not_the_recorded_clock(
     faster = Unit(0, True, (Segment(WAITS, 1.5 * MS, HOST), *main.segments[1:]))
     step = StepWork(1, 0, (faster, step.units[1]))
     assert replay(step, 1, 1, 2, 1).span_ns == pytest.approx(7.5 * MS)
+
+
+def test_a_blas_pool_works_beside_the_python_that_calls_it():
+    # 10 ms of Python on a CPU all along, a BLAS pool a core beside it, and a closure of
+    # 12 ms of work: 3 cores wanted on 2 (each its 2/3), so the Python ends at 15 ms, and
+    # the closure's last 2 ms of work runs alone
+    main = Unit(0, True, (*spawn(1), Segment(WAITS, 10 * MS, HOST, load=1.0)))
+    step = StepWork(1, 0, (main, Unit(1, False, (Segment(CPU, 12 * MS),))))
+    alone = replay(step, 1, 1, 2, 1)
+    assert alone.span_ns == pytest.approx(12 * MS)  # no pool beside: a core each
+    beside = replay(step, 1, 1, 2, 1, beside_python=1.0)
+    assert beside.span_ns == pytest.approx(17 * MS)
+    # the product splits over the pool: its part waiting for a core is crowding
+    assert beside.crowded_ns == pytest.approx(15 * MS)
+    assert alone.crowded_ns == 0.0
