@@ -21,6 +21,10 @@ Figures, per workload and pooled over the corpus, with their targets:
                        (min-max over the runs) do not overlap, the share the prediction
                        orders as measured: the rank correlation's question asked only where
                        the measurement answers it (no target: the issue sets none)
+    the measurement    its rounds split in halves, the halves' speedups rank-correlated as
+    against itself     a prediction is (``split_half.py``), carried to all the runs: the
+                       most a prediction free of error could reach (no target: the ceiling
+                       the rank correlation's target is checked under)
 
 A server is compared by its time per request (one over its requests per second, as the
 sweep times it); its latency percentiles are not scored. A workload swept over an environment
