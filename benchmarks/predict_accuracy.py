@@ -302,7 +302,9 @@ def _measurement(scored: Sequence[Scored]) -> dict[str, float] | None:
     """The measured speedups' agreement with themselves (``split_half``), as a dict."""
     runs = {s.name: pd.DataFrame(s.runs) for s in scored if s.runs}
     found = reliability(runs, {s.name: tuple(s.recorded) for s in scored})
-    return asdict(found) if found else None
+    return (
+        {**asdict(found), "rounds_for_target": found.rounds_for(SPEARMAN_TARGET)} if found else None
+    )
 
 
 def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
@@ -360,6 +362,11 @@ def _measurement_line(m: dict[str, float] | None) -> str:
         f"settings alike at {m['half']:.2f} (mean of {m['splits']:.0f} splits); all the runs, "
         f"{m['full']:.2f} (Spearman-Brown): a prediction free of error would reach about "
         f"{m['ceiling']:.2f} against these medians"
+        + (
+            f"; a ceiling of {SPEARMAN_TARGET} takes about {m['rounds_for_target']} runs a setting"
+            if m.get("rounds_for_target") and m["ceiling"] < SPEARMAN_TARGET
+            else ""
+        )
     )
 
 

@@ -39,6 +39,20 @@ class Reliability:
     ceiling: float
     splits: int
     points: int
+    rounds: int = 0  # the runs a setting the sweeps timed
+
+    def rounds_for(self, ceiling: float) -> int | None:
+        """The runs a setting for the ceiling to reach ``ceiling``, by the Spearman-Brown
+        formula from this many (None where the halves agree on nothing)."""
+        if self.full <= 0 or self.rounds <= 0:
+            return None
+        want = ceiling**2
+        if self.full >= want:
+            return self.rounds
+        if want >= 1:
+            return None
+        times = want * (1 - self.full) / (self.full * (1 - want))
+        return math.ceil(times * self.rounds - 1e-9)
 
 
 def reliability(
@@ -71,7 +85,7 @@ def reliability(
     half = sum(rhos) / len(rhos)
     full = 2 * half / (1 + half) if half > -1 else -1.0
     points = len(_pooled(usable, recorded, set(rounds)))
-    return Reliability(half, full, math.sqrt(max(full, 0.0)), len(rhos), points)
+    return Reliability(half, full, math.sqrt(max(full, 0.0)), len(rhos), points, len(rounds))
 
 
 def _has(frame: pd.DataFrame, setting: tuple[int, int]) -> bool:

@@ -194,4 +194,16 @@ def test_the_measurement_line_gives_the_ceiling_or_why_there_is_none():
         {"half": 0.65, "full": 0.79, "ceiling": 0.89, "splits": 35, "points": 104}
     )
     assert "104 settings alike at 0.65" in line and "about 0.89" in line
+    assert "a ceiling of 0.9 takes about" not in line  # the line was given no runs to reach
     assert "n/a" in pa._measurement_line(None)
+    short = pa._measurement_line(
+        {
+            "half": 0.65,
+            "full": 0.78,
+            "ceiling": 0.88,
+            "splits": 35,
+            "points": 9,
+            "rounds_for_target": 9,
+        }
+    )
+    assert short.endswith("a ceiling of 0.9 takes about 9 runs a setting")

@@ -65,3 +65,14 @@ def test_a_workload_without_its_recorded_setting_is_left_out():
     found = sh.reliability({"w": scored, "x": unrecorded}, {"w": (2, 2), "x": (4, 4)})
     assert found.points == 3
     assert found.half == 1.0
+
+
+def test_the_runs_a_setting_for_a_ceiling_follow_spearman_brown():
+    # all the runs at 0.5 from 4 rounds; a ceiling of sqrt(0.8) wants 0.8: four times as many
+    found = sh.Reliability(
+        half=1 / 3, full=0.5, ceiling=math.sqrt(0.5), splits=3, points=9, rounds=4
+    )
+    assert found.rounds_for(math.sqrt(0.8)) == 16
+    assert found.rounds_for(0.5) == 4  # reached already: the runs there are
+    assert found.rounds_for(1.0) is None  # no number of runs is free of noise
+    assert sh.Reliability(0.0, 0.0, 0.0, 3, 9, 4).rounds_for(0.9) is None
