@@ -70,6 +70,7 @@ import tftrace
 from tftrace.analysis.render.formatting import markdown_text
 from tftrace.errors import TftraceError
 from tftrace.tracer.manifest_reader import read_manifest
+from tftrace.tracer.rundir import read_json_or_none
 
 SPEARMAN_TARGET = 0.9
 BEST_WITHIN = 0.05
@@ -211,10 +212,7 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
 def timed_runs(path: Path, env: d.Knobs, s: Scored) -> list[dict[str, Any]]:
     """The sweep's timed runs (``path``: its sweep.json; none where it is not there) of the
     settings ``s`` compares, at the recorded values of ``env``'s variables."""
-    try:
-        runs = json.loads(path.read_text())["runs"]
-    except (OSError, ValueError, KeyError):
-        return []
+    runs = (read_json_or_none(path) or {}).get("runs") or []
     compared = {(int(x["intra"]), int(x["inter"])) for x in s.settings}
     return [
         {k: r[k] for k in ("intra", "inter", "round", "time_s")}

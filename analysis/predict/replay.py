@@ -180,16 +180,7 @@ class _Replay:
         demand += min(python, 1.0) + self.beside * len(in_python)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
         locked = min(share, 1.0 / python) if python > 1.0 else share
-        # a thread in Python whose BLAS pool works beside it ends as the slower of the two
-        blas = min(self.beside, 1.0)
-        rates = {
-            s.unit: min(1 - s.load + s.load * locked, 1 - blas + blas * share)
-            if s.kind == WAITS and s.why in HOLDS_GIL
-            else 1 - s.load + s.load * share
-            if s.kind == WAITS
-            else share * lanes.get(s.unit, 1.0)
-            for s in active
-        }
+        rates = {s.unit: self._rate(s, share, locked, lanes) for s in active}
         dt = min(s.left / rates[s.unit] for s in active)
         if self.releases:
             dt = min(dt, self.releases[0][0] - self.t)
@@ -205,6 +196,17 @@ class _Replay:
         for s in active:
             if s.left <= EPS and s.unit in self.states:
                 self._next(s)
+
+    def _rate(self, s: _State, share: float, locked: float, lanes: dict[int, float]) -> float:
+        """How fast ``s`` moves through its phase: work at its share of the cores (an op in
+        its parallel part, on its lanes), a wait as recorded but for its CPU part."""
+        if s.kind != WAITS:
+            return share * lanes.get(s.unit, 1.0)
+        if s.why not in HOLDS_GIL:
+            return 1 - s.load + s.load * share
+        # a thread in Python whose BLAS pool works beside it ends as the slower of the two
+        blas = min(self.beside, 1.0)
+        return min(1 - s.load + s.load * locked, 1 - blas + blas * share)
 
     def _start(self, k: int) -> None:
         self.states[k] = _State(k, self.units[k].main, on_thread=not self.units[k].main)
