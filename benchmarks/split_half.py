@@ -4,8 +4,8 @@ prediction benchmark's rank correlation.
 A prediction is scored against measured medians, and those medians are noisy. How noisy, in
 the benchmark's own terms: each workload's timed runs are split by round into two halves (the
 sweep interleaves the settings, so a round times each of them once), each half gives every
-setting its median and its speedup over the recorded setting, and the two halves' speedups,
-pooled over the workloads, are rank-correlated as a prediction is. Every split of the rounds
+setting its median, and the two halves' medians, each workload's put on the pooled scale
+(``pooled_rank``), are rank-correlated over the corpus as a prediction is. Every split of the rounds
 into two near-equal halves is taken and the correlations averaged (not one arbitrary split).
 The Spearman-Brown formula carries a half's correlation to all the runs (``2 r / (1 + r)``: the
 correlation two independent sweeps of as many runs would show), and its square root is the
@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+from pooled_rank import GRID, pooled_spearman
 
 # Beyond this many rounds, the splits taken are the first this many of them in order (35 for
 # 7 rounds: C(7, 3)); each split is a rank correlation over the whole corpus.
@@ -56,12 +57,15 @@ class Reliability:
 
 
 def reliability(
-    runs: Mapping[str, pd.DataFrame], recorded: Mapping[str, tuple[int, int]]
+    runs: Mapping[str, pd.DataFrame],
+    recorded: Mapping[str, tuple[int, int]],
+    over: str = GRID,
 ) -> Reliability | None:
     """The halves' agreement over ``runs`` (per workload: one row a timed run, columns
     ``intra``, ``inter``, ``round``, ``time_s``; only the settings to be scored), each workload's
-    speedups over its ``recorded`` setting. None where fewer than 4 rounds or 3 settings are
-    there to split, or the halves agree on nothing (no spread)."""
+    medians put on the scale ``over`` (``pooled_rank``: GRID or RECORDED, over its
+    ``recorded`` setting). None where fewer than 4 rounds or 3 settings are there to split, or
+    the halves agree on nothing (no spread)."""
     usable = {
         name: frame
         for name, frame in runs.items()
@@ -72,19 +76,16 @@ def reliability(
         return None
     splits = _halves(rounds)
     rhos = []
-    for first in splits:
-        a = _pooled(usable, recorded, first)
-        b = _pooled(usable, recorded, set(rounds) - first)
-        both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-        if len(both) >= 3:
-            rho = both["a"].corr(both["b"], method="spearman")
-            if not math.isnan(rho):
-                rhos.append(float(rho))
+    for chosen in splits:
+        halves = [(_medians(frame, chosen), recorded[name]) for name, frame in usable.items()]
+        rho = pooled_spearman(halves, "a", "b", over)
+        if rho is not None:
+            rhos.append(rho)
     if not rhos:
         return None
     half = sum(rhos) / len(rhos)
     full = 2 * half / (1 + half) if half > -1 else -1.0
-    points = len(_pooled(usable, recorded, set(rounds)))
+    points = sum(frame.groupby(["intra", "inter"]).ngroups for frame in usable.values())
     return Reliability(half, full, math.sqrt(max(full, 0.0)), len(rhos), points, len(rounds))
 
 
@@ -103,19 +104,9 @@ def _halves(rounds: Sequence[int]) -> list[set[int]]:
     return combos[:MAX_SPLITS]
 
 
-def _pooled(
-    runs: Mapping[str, pd.DataFrame], recorded: Mapping[str, tuple[int, int]], rounds: set[int]
-) -> pd.Series:
-    """Every workload's speedups over its recorded setting from the runs of ``rounds``,
-    indexed by (workload, intra, inter)."""
-    parts = []
-    for name, frame in runs.items():
-        mine = frame[frame["round"].isin(rounds)]
-        medians = mine.groupby(["intra", "inter"])["time_s"].median()
-        base = medians.get(recorded[name])
-        if base is None or not base > 0:
-            continue
-        speedup = base / medians
-        speedup.index = pd.MultiIndex.from_tuples([(name, *k) for k in speedup.index])
-        parts.append(speedup)
-    return pd.concat(parts) if parts else pd.Series(dtype=float)
+def _medians(frame: pd.DataFrame, first: set[int]) -> pd.DataFrame:
+    """Each setting's median time in the rounds ``first`` (column ``a``) and in the rest
+    (``b``), indexed by (intra, inter): the settings timed in both."""
+    chosen = frame["round"].isin(first)
+    med = [frame[part].groupby(["intra", "inter"])["time_s"].median() for part in (chosen, ~chosen)]
+    return pd.concat([med[0].rename("a"), med[1].rename("b")], axis=1).dropna()

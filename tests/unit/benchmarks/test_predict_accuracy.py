@@ -65,12 +65,23 @@ def test_the_speedup_error_leaves_the_recorded_setting_out():
     assert sorted(GOOD.errors()) == pytest.approx([0.0, 1 / 12, 1 / 6])
 
 
-def test_pooled_rank_correlation_is_over_times_relative_to_the_recorded_setting():
-    # a workload ten times slower with the same shape ranks as one
+def test_pooled_rank_correlation_puts_each_workload_on_one_scale():
+    # a workload ten times slower with the same shape ranks as one, on either scale
     slow = scored("slow", (2, 2), [(a, e, 10 * m, 10 * p) for a, e, m, p in GRID])
-    assert pa.pooled_spearman([GOOD, slow]) == pytest.approx(1.0)
-    assert pa.pooled_spearman([GOOD, WRONG]) < 0.9
+    for over in (pa.GRID, pa.RECORDED):
+        assert pa.pooled_spearman([GOOD, slow], over) == pytest.approx(1.0)
+        assert pa.pooled_spearman([GOOD, WRONG], over) < 0.9
     assert pa.pooled_spearman([]) is None
+
+
+def test_the_targets_rank_correlation_is_over_each_workloads_grid():
+    # w1's 2/2 measured 1.6x slower than predicted: over the grid, predicted times rank w1's
+    # 2/2, 1/2, 1/1 at 1, 4, 6 and w2's at 2, 3, 5; measured, 2, 3, 5 and 1, 4, 6: six
+    # ranks off by one (``test_pooled_rank``)
+    w1 = scored("w1", (2, 2), [(2, 2, 1.6, 1.0), (1, 2, 2.0, 2.0), (1, 1, 4.0, 4.0)])
+    w2 = scored("w2", (2, 2), [(2, 2, 1.0, 1.0), (1, 2, 1.5, 1.5), (1, 1, 3.0, 3.0)])
+    assert pa.pooled_spearman([w1, w2]) == pytest.approx(1 - 6 * 6 / 210)
+    assert pa.figures([w1, w2])["spearman"] == pytest.approx(1 - 6 * 6 / 210)
 
 
 def test_a_predict_2_sweep_runs_the_recorded_and_the_two_predicted_best():

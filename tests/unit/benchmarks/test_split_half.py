@@ -28,7 +28,7 @@ def test_a_measurement_without_noise_agrees_with_itself_whatever_the_rounds_spee
     # round 2 is 1.5x slower for every setting (a busy minute): the speedups do not move
     steady = runs({(2, 2): [1, 1, 1.5, 1], (1, 2): [2, 2, 3, 2], (4, 2): [4, 4, 6, 4]})
     found = sh.reliability({"w": steady}, {"w": (2, 2)})
-    assert (found.half, found.full, found.ceiling) == (1.0, 1.0, 1.0)
+    assert (found.half, found.full, found.ceiling) == pytest.approx((1.0, 1.0, 1.0))
     assert found.splits == 3  # 4 rounds: {0,1}, {0,2}, {0,3} against the rest
     assert found.points == 3
 
@@ -49,7 +49,7 @@ def test_workloads_pool_and_seven_rounds_give_every_split_of_three_against_four(
     found = sh.reliability({"a": a, "b": b}, {"a": (2, 2), "b": (1, 1)})
     assert found.splits == 35
     assert found.points == 5
-    assert found.half == 1.0
+    assert found.half == pytest.approx(1.0)
 
 
 def test_too_few_rounds_or_settings_say_nothing():
@@ -64,7 +64,7 @@ def test_a_workload_without_its_recorded_setting_is_left_out():
     unrecorded = runs({(1, 1): [9, 1, 9, 1], (2, 1): [1, 9, 1, 9]})
     found = sh.reliability({"w": scored, "x": unrecorded}, {"w": (2, 2), "x": (4, 4)})
     assert found.points == 3
-    assert found.half == 1.0
+    assert found.half == pytest.approx(1.0)
 
 
 def test_the_runs_a_setting_for_a_ceiling_follow_spearman_brown():
