@@ -5,8 +5,9 @@ A prediction is scored against measured medians, and those medians are noisy. Ho
 the benchmark's own terms: each workload's timed runs are split by round into two halves (the
 sweep interleaves the settings, so a round times each of them once), each half gives every
 setting its median, and the two halves' medians, each workload's put on the pooled scale
-(``pooled_rank``), are rank-correlated over the corpus as a prediction is. Every split of the rounds
-into two near-equal halves is taken and the correlations averaged (not one arbitrary split).
+(``pooled_rank``), are rank-correlated over the corpus as a prediction is. Every split of the
+rounds into two near-equal halves is taken and the correlations averaged (not one arbitrary
+split).
 The Spearman-Brown formula carries a half's correlation to all the runs (``2 r / (1 + r)``: the
 correlation two independent sweeps of as many runs would show), and its square root is the
 most a prediction free of error could reach against these medians (classical test theory: a
