@@ -45,6 +45,8 @@ Two ways to run:
         as each workload ends, so ``--from DIR`` scores the runs again (on another machine:
         the table names the machine the runs were recorded on)
 
+``--against DIR [DIR ...]`` scores the predictions against another saved sweep of the corpus
+as well (and this set's measurement against it: what a second measurement reaches).
 ``--markdown PATH`` writes the table and figures for docs/predict.md, ``--json PATH`` every
 figure. The exit status is 0 whether or not a target is met (``--check``: 1 when one is missed).
 """
@@ -303,6 +305,44 @@ def _measurement(scored: Sequence[Scored]) -> dict[str, float] | None:
     )
 
 
+def against(scored: Sequence[Scored], other: dict[str, d.Outcome]) -> dict[str, Any] | None:
+    """These predictions, and this set's measurement, each rank-correlated with another
+    sweep's medians (``other``: its outcomes by name) over the settings both compared, for
+    the workloads recorded at the same setting in both; None where none are."""
+    parts = []
+    for s in scored:
+        o = other.get(s.name)
+        if o is None or o.table is None or not s.settings or tuple(o.recorded) != s.recorded:
+            continue
+        rows = _rows_at_recorded_env(o.table, o.env)
+        theirs = {
+            (int(a), int(e)): float(m) for a, e, m in rows[["intra", "inter", "median_s"]].values
+        }
+        frame = s.frame.set_index(["intra", "inter"])
+        frame["other_s"] = [theirs.get(key, math.nan) for key in frame.index]
+        frame = frame.dropna(subset=["other_s"])
+        if tuple(s.recorded) in frame.index and len(frame) >= 2:
+            parts.append((frame, tuple(s.recorded)))
+    if not parts:
+        return None
+    figure = {
+        f"{what}{suffix}": pooled_spearman_of(parts, column, "other_s", over)
+        for what, column in (("predicted", "predicted_s"), ("measured", "measured_s"))
+        for suffix, over in (("", GRID), ("_over_recorded", RECORDED))
+    }
+    return {"workloads": len(parts), "points": sum(len(f) for f, _ in parts), **figure}
+
+
+def _against_line(a: dict[str, Any]) -> str:
+    return (
+        f"against another sweep ({a['workloads']} workload{'s' * (a['workloads'] != 1)}, "
+        f"{a['points']} settings): these "
+        f"predictions rank its medians at {_num(a['predicted'])} over each grid "
+        f"({_num(a['predicted_over_recorded'])} over the recorded setting); this set's "
+        f"measurement, at {_num(a['measured'])} ({_num(a['measured_over_recorded'])})"
+    )
+
+
 def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
     """Each target as a line and whether it passed (None: nothing to judge)."""
 
@@ -353,6 +393,7 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
         ),
         (f"predicted: {f['predicted']} of {f['workloads']} workloads", None),
         (_measurement_line(f.get("measurement")), None),
+        *([(_against_line(f["against"]), None)] if f.get("against") else []),
     ]
 
 
@@ -545,6 +586,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="score saved diagnosis runs (diagnosis.py --output DIR)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="another sweep of the corpus (saved runs): score the predictions against it too",
+    )
     parser.add_argument("--only", help="comma-separated workload names (when running)")
     parser.add_argument(
         "--repeat",
@@ -574,6 +622,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = f"recorded and swept here (repeat {args.repeat}), runs in {out}"
         records = [out / s.name / "record" for s in scored]
     found = figures(scored)
+    if args.against:
+        gone = [p for p in args.against if not (p / "results.json").is_file()]
+        if gone:
+            parser.error(f"{gone[0]}: no results.json (give diagnosis.py's --output folder)")
+        found["against"] = against(scored, {n: o for n, (o, _) in saved(args.against).items()})
     lines = judgements(found)
     print(d.text_table(HEADER, rows(scored)))
     print()

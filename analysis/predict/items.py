@@ -82,29 +82,30 @@ class Items:
         return float(on), float(queued)
 
 
-def thread_items(run: Run, lo: int, hi: int, main: int | tuple[int, ...], cores: float) -> Items:
+def thread_items(
+    run: Run,
+    lo: int,
+    hi: int,
+    main: int | tuple[int, ...],
+    cores: float,
+    callers_over: tuple[int, int] | None = None,
+) -> Items:
     """The items of every thread but the Eigen workers over [lo, hi], and the closures;
-    ``main``: the thread that steps (a server's request threads: each of them)."""
+    ``main``: the thread that steps (a server's request threads: each of them);
+    ``callers_over``: a wider span to measure the ops' own threads' share of a core while
+    their shards ran (``caller_share``) over, where [lo, hi] is a short stretch of it."""
     mains = (main,) if isinstance(main, int) else tuple(main)
-    ops = op_events(run)
-    ops = ops[(ops["end_ns"].to_numpy() > lo) & (ops["start_ns"].to_numpy() < hi)]
-    waiting = starts_with(ops["op_type"], WAIT_OP_PREFIXES)
-    what = np.where(waiting, WAIT, np.where(is_in(ops["op_type"], PY_FUNCTION_OPS), PYTHON, WORK))
-    what = np.where(equals(ops["op_type"], ITERATOR_GET_NEXT), INPUT, what)
-    thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
-    # Work is outermost among the ops a thread works in; a wait op may hold work (a function
-    # run inline on its caller), so it is outermost among the waits only.
-    keep = np.zeros(len(ops), dtype=bool)
-    for mask in (~waiting, waiting):
-        rows = np.flatnonzero(mask)
-        keep[rows[outermost(thread[rows], start[rows], end[rows])]] = True
-    items = pd.DataFrame(
-        {"thread": thread[keep], "start_ns": start[keep], "end_ns": end[keep], "what": what[keep]}
-    ).sort_values(["thread", "start_ns"], ignore_index=True)
+    items = _op_items(run, lo, hi)
     closures = _closures(run, lo, hi)
     shards = _shards(run, items)
     covered = [(int(items["thread"].iat[i]), us, ue) for i, _, _, _, us, ue in shards]
-    measured = caller_share(run, covered)
+    wide = _op_items(run, *callers_over) if callers_over is not None else None
+    callers = (
+        [(int(wide["thread"].iat[i]), us, ue) for i, _, _, _, us, ue in _shards(run, wide)]
+        if wide is not None
+        else covered
+    )
+    measured = caller_share(run, callers)
     share = 1.0 if measured is None else measured
     lighter = (
         np.concatenate([us for _, us, _ in covered] or [np.zeros(0, np.int64)]),
@@ -157,6 +158,25 @@ def _python_ns(
     py = items[items["what"] == PYTHON]
     inside = np.clip(py["end_ns"], lo, hi) - np.clip(py["start_ns"], lo, hi)
     return float(inside.sum()) + sum(float((e - s).sum()) for s, e in spans.values())
+
+
+def _op_items(run: Run, lo: int, hi: int) -> pd.DataFrame:
+    """The ops over [lo, hi] as items (``thread``, ``start_ns``, ``end_ns``, ``what``), by
+    thread and start: work outermost among the ops a thread works in; a wait op may hold
+    work (a function run inline on its caller), so it is outermost among the waits only."""
+    ops = op_events(run)
+    ops = ops[(ops["end_ns"].to_numpy() > lo) & (ops["start_ns"].to_numpy() < hi)]
+    waiting = starts_with(ops["op_type"], WAIT_OP_PREFIXES)
+    what = np.where(waiting, WAIT, np.where(is_in(ops["op_type"], PY_FUNCTION_OPS), PYTHON, WORK))
+    what = np.where(equals(ops["op_type"], ITERATOR_GET_NEXT), INPUT, what)
+    thread, start, end = (ops[c].to_numpy() for c in ("thread", "start_ns", "end_ns"))
+    keep = np.zeros(len(ops), dtype=bool)
+    for mask in (~waiting, waiting):
+        rows = np.flatnonzero(mask)
+        keep[rows[outermost(thread[rows], start[rows], end[rows])]] = True
+    return pd.DataFrame(
+        {"thread": thread[keep], "start_ns": start[keep], "end_ns": end[keep], "what": what[keep]}
+    ).sort_values(["thread", "start_ns"], ignore_index=True)
 
 
 def _loads(rate: CpuRate | None, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -112,7 +112,8 @@ def server_subject(
     stretch = replayed_stretch(requests, np.sort(inter_op["start_ns"].to_numpy()))
     origin, end = int(stretch["start_ns"].min()), int(stretch["end_ns"].max())
     threads = tuple(sorted(int(t) for t in stretch["thread"].unique()))
-    items = thread_items(run, origin, end, threads, cores)
+    # the callers' share of a core wants more of their shards than a stretch holds
+    items = thread_items(run, origin, end, threads, cores, callers_over=span)
     latency = requests["latency_ns"].to_numpy()
     p50, p99 = percentiles_ms(latency)
     seconds = (span[1] - span[0]) / 1e9

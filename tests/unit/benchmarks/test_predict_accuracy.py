@@ -218,3 +218,29 @@ def test_the_measurement_line_gives_the_ceiling_or_why_there_is_none():
         }
     )
     assert short.endswith("a ceiling of 0.9 takes about 9 runs a setting")
+
+
+def test_the_predictions_and_the_measurement_against_another_sweep():
+    # another sweep of GOOD's workload ranks its settings 1/2, 2/2, 2/1, 1/1 as GOOD's own
+    # measurement and prediction do: both agree with it fully; WRONG's workload was recorded
+    # at another setting there, and a workload the other sweep lacks is passed over
+    table = pd.DataFrame(
+        {"intra": [2, 1, 1, 2], "inter": [2, 2, 1, 1], "median_s": [0.02, 0.01, 0.05, 0.03]}
+    )
+    other = {
+        "good": pa.d.Outcome("good", (2, 2), table=table),
+        "wrong": pa.d.Outcome("wrong", (1, 1), table=table),
+    }
+    lone = scored("lone", (2, 2), GRID)
+    found = pa.against([GOOD, WRONG, lone], other)
+    assert (found["workloads"], found["points"]) == (1, 4)
+    assert found["predicted"] == pytest.approx(1.0)
+    assert found["measured_over_recorded"] == pytest.approx(1.0)
+    # the other sweep's 2/1 and 1/1 swapped: two of four ranks off by one, 1 - 6 * 2 / 60
+    swapped = table.assign(median_s=[0.02, 0.01, 0.03, 0.05])
+    found = pa.against([GOOD], {"good": pa.d.Outcome("good", (2, 2), table=swapped)})
+    assert found["predicted"] == pytest.approx(1 - 6 * 2 / 60)
+    assert pa.against([GOOD], {}) is None
+    line = pa._against_line(found)
+    assert line.startswith("against another sweep (1 workload, 4 settings)")
+    assert "at 0.80 over each grid" in line

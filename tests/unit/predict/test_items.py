@@ -79,6 +79,14 @@ def test_the_callers_share_of_a_core_comes_from_the_os_sampler():
     # too little time covered to say: 3 steps, 30 ms
     few = thread_items(idle, 30 * MS, 90 * MS, 0, 2)
     assert (few.caller_share, few.caller_measured) == (1.0, False)
+    # ... unless measured over a wider span (a server's window around its replayed stretch):
+    # the stretch's items, their callers' share from all 11 steps' 110 ms
+    wider = thread_items(idle, 30 * MS, 90 * MS, 0, 2, callers_over=(30 * MS, 360 * MS))
+    assert (wider.caller_share, wider.caller_measured) == (0.0, True)
+    assert len(wider.items[wider.items["what"] == WORK]) == 2  # the stretch's ops alone
+    assert wider.items[wider.items["what"] == WORK]["parallel"].tolist() == pytest.approx(
+        [20 * MS] * 2
+    )
 
 
 def test_a_split_ops_uncovered_time_off_a_cpu_is_the_pools_cost():
