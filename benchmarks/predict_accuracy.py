@@ -312,7 +312,8 @@ def against(scored: Sequence[Scored], other: dict[str, d.Outcome]) -> dict[str, 
     parts = []
     for s in scored:
         o = other.get(s.name)
-        if o is None or o.table is None or not s.settings or tuple(o.recorded) != s.recorded:
+        recorded = tuple(s.recorded)
+        if o is None or o.table is None or not s.settings or tuple(o.recorded) != recorded:
             continue
         rows = _rows_at_recorded_env(o.table, o.env)
         theirs = {
@@ -321,8 +322,8 @@ def against(scored: Sequence[Scored], other: dict[str, d.Outcome]) -> dict[str, 
         frame = s.frame.set_index(["intra", "inter"])
         frame["other_s"] = [theirs.get(key, math.nan) for key in frame.index]
         frame = frame.dropna(subset=["other_s"])
-        if tuple(s.recorded) in frame.index and len(frame) >= 2:
-            parts.append((frame, tuple(s.recorded)))
+        if recorded in frame.index and len(frame) >= 2:
+            parts.append((frame, recorded))
     if not parts:
         return None
     figure = {
@@ -486,6 +487,11 @@ def saved(dirs: Sequence[Path]) -> dict[str, tuple[d.Outcome, Path]]:
     return by_name
 
 
+def without_results(dirs: Sequence[Path]) -> Path | None:
+    """The first of ``dirs`` without a results.json (not a saved run of the corpus), or None."""
+    return next((p for p in dirs if not (p / "results.json").is_file()), None)
+
+
 def from_saved(dirs: Sequence[Path]) -> tuple[list[Scored], list[Path]]:
     """Score the diagnosis runs saved under ``dirs`` (each with results.json); the scores and
     the recordings scored."""
@@ -605,10 +611,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)  # fmt: skip
+    # checked before any workload runs: a run of the corpus takes 40 minutes
+    missing = without_results([*(args.saved or ()), *(args.against or ())])
+    if missing is not None:
+        parser.error(f"{missing}: no results.json (give diagnosis.py's --output folder)")
     if args.saved:
-        missing = [p for p in args.saved if not (p / "results.json").is_file()]
-        if missing:
-            parser.error(f"{missing[0]}: no results.json (give diagnosis.py's --output folder)")
         scored, records = from_saved(args.saved)
         source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
     else:
@@ -623,9 +630,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         records = [out / s.name / "record" for s in scored]
     found = figures(scored)
     if args.against:
-        gone = [p for p in args.against if not (p / "results.json").is_file()]
-        if gone:
-            parser.error(f"{gone[0]}: no results.json (give diagnosis.py's --output folder)")
         found["against"] = against(scored, {n: o for n, (o, _) in saved(args.against).items()})
     lines = judgements(found)
     print(d.text_table(HEADER, rows(scored)))

@@ -100,9 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first", type=Path, nargs="+", required=True, metavar="DIR")
     parser.add_argument("--second", type=Path, nargs="+", required=True, metavar="DIR")
     args = parser.parse_args(argv)
-    missing = [p for p in [*args.first, *args.second] if not (p / "results.json").is_file()]
-    if missing:
-        parser.error(f"{missing[0]}: no results.json (give a benchmark's --output folder)")
+    missing = pa.without_results([*args.first, *args.second])
+    if missing is not None:
+        parser.error(f"{missing}: no results.json (give a benchmark's --output folder)")
     scored = score_sets(args.first, args.second)
     if not scored:
         parser.error("no workload was swept in both sets")

@@ -244,3 +244,16 @@ def test_the_predictions_and_the_measurement_against_another_sweep():
     line = pa._against_line(found)
     assert line.startswith("against another sweep (1 workload, 4 settings)")
     assert "at 0.80 over each grid" in line
+
+
+def test_a_folder_without_results_is_refused_before_anything_runs(tmp_path, capsys):
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "results.json").write_text('{"workloads": []}')
+    assert pa.without_results([tmp_path / "saved"]) is None
+    assert pa.without_results([tmp_path / "saved", tmp_path]) == tmp_path
+    # --against is checked with --from, and without it before the corpus would run
+    for argv in (["--from", str(tmp_path / "saved"), "--against", str(tmp_path)],
+                 ["--against", str(tmp_path)]):  # fmt: skip
+        with pytest.raises(SystemExit):
+            pa.main(argv)
+        assert f"{tmp_path}: no results.json" in capsys.readouterr().err
