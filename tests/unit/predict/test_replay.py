@@ -8,9 +8,12 @@ import pytest
 from tftrace.analysis.predict.items import INPUT
 from tftrace.analysis.predict.replay import replay
 from tftrace.analysis.predict.step_work import (
+    BEGIN,
     CPU,
+    END,
     HOST,
     JOIN,
+    MARK,
     OP,
     SPAWN,
     WAITS,
@@ -107,6 +110,34 @@ def test_a_closure_that_waits_gives_its_thread_back():
     assert replay(StepWork(1, 0, (main, caller, callee)), 1, 1, 2, 1).span_ns == pytest.approx(
         7 * MS
     )
+
+
+def request(r: int, root: int) -> Unit:
+    """Request ``r`` on its own thread: it schedules closure ``root`` (which schedules
+    ``root + 1``) and waits for both."""
+    begin, end = Segment(MARK, why=BEGIN, units=(r,)), Segment(MARK, why=END, units=(r,))
+    return Unit(0, True, (begin, *spawn(root), Segment(JOIN, units=(root, root + 1)), end))
+
+
+def test_a_closure_scheduled_on_an_inter_op_thread_runs_there_next():
+    # two requests, one inter-op thread, each request two closures of 10 ms one after the
+    # other: the thread runs the closure it scheduled itself before the other request's
+    # (Eigen's pool pushes it to the front of that thread's queue), so the first request
+    # ends at 20 ms, not at 30 ms behind the second request's first closure
+    def chain(root: int) -> tuple[Unit, Unit]:
+        return (
+            Unit(1, False, (Segment(CPU, 10 * MS), *spawn(root + 1))),
+            Unit(1, False, (Segment(CPU, 10 * MS),)),
+        )
+
+    units = (request(0, 2), request(1, 4), *chain(2), *chain(4))
+    done = replay(StepWork(1, 0, units), 1, 1, 2, 1)
+    assert done.latencies() == {0: pytest.approx(20 * MS), 1: pytest.approx(40 * MS)}
+    # with a thread free, the other request's closures run beside
+    assert replay(StepWork(1, 0, units), 1, 2, 2, 1).latencies() == {
+        0: pytest.approx(20 * MS),
+        1: pytest.approx(20 * MS),
+    }
 
 
 def test_a_closure_scheduled_elsewhere_starts_when_it_did():
