@@ -792,19 +792,41 @@ def from_json(data: dict[str, Any]) -> Outcome:
     )
 
 
+def read_results(path: Path) -> dict[str, Any]:
+    """A saved run's ``results.json``; SystemExit with one line where the file is not one
+    (unreadable, not JSON, no list of workloads)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise SystemExit(f"{path}: not a saved run ({type(e).__name__}: {e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("workloads"), list):
+        raise SystemExit(f"{path}: not a saved run (no list of workloads in it)")
+    return data
+
+
+def outcomes_of(path: Path, data: dict[str, Any]) -> list[Outcome]:
+    """The outcomes of ``read_results``'s ``data``; SystemExit with one line where one of its
+    workloads is not as ``to_json`` writes it."""
+    try:
+        return [from_json(w) for w in data["workloads"]]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        why = f"{type(e).__name__}: {e}"
+        raise SystemExit(f"{path}: a workload in it is not as saved ({why})") from None
+
+
 def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]:
     """The outcomes of several ``results.json``, a later file's workload replacing an earlier
     one of the same name (a workload run again on its own), in the order first seen; the
     repeats and CPUs of the first file (the others must match them)."""
     by_name: dict[str, Outcome] = {}
-    first = json.loads(paths[0].read_text())
+    first = read_results(paths[0])
     for path in paths:
-        data = json.loads(path.read_text())
-        same = (data["cpus"], data["repeat"], data.get("verify_repeat"))
-        if same != (first["cpus"], first["repeat"], first.get("verify_repeat")):
+        data = read_results(path)
+        same = (data.get("cpus"), data.get("repeat"), data.get("verify_repeat"))
+        if same != (first.get("cpus"), first.get("repeat"), first.get("verify_repeat")):
             raise SystemExit(f"{path}: CPUs and repeats differ from {paths[0]}'s")
-        for w in data["workloads"]:
-            by_name[w["name"]] = from_json(w)
+        for outcome in outcomes_of(path, data):
+            by_name[outcome.name] = outcome
     return list(by_name.values()), (first["repeat"], first["verify_repeat"]), first["cpus"]
 
 
@@ -827,7 +849,7 @@ def rescore(folder: Path) -> tuple[list[Outcome], tuple[int, int], int]:
 
 def versions(paths: Sequence[Path]) -> str | None:
     """The tftrace versions (``source_version``) the ``results.json`` files were run with."""
-    found = [json.loads(path.read_text()).get("tftrace") for path in paths]
+    found = [read_results(path).get("tftrace") for path in paths]
     named = list(dict.fromkeys(v for v in found if v))
     return "; ".join(named) if named else None
 

@@ -481,9 +481,9 @@ def saved(dirs: Sequence[Path]) -> dict[str, tuple[d.Outcome, Path]]:
     of each one's recording; a later folder's workload replaces an earlier one's."""
     by_name: dict[str, tuple[d.Outcome, Path]] = {}
     for folder in dirs:
-        data = json.loads((folder / "results.json").read_text())
-        for w in data["workloads"]:
-            by_name[w["name"]] = (d.from_json(w), folder / w["name"] / "record")
+        path = folder / "results.json"
+        for outcome in d.outcomes_of(path, d.read_results(path)):
+            by_name[outcome.name] = (outcome, folder / outcome.name / "record")
     return by_name
 
 
@@ -615,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = without_results([*(args.saved or ()), *(args.against or ())])
     if missing is not None:
         parser.error(f"{missing}: no results.json (give diagnosis.py's --output folder)")
+    other = {n: o for n, (o, _) in saved(args.against).items()} if args.against else None
     if args.saved:
         scored, records = from_saved(args.saved)
         source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
@@ -629,8 +630,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = f"recorded and swept here (repeat {args.repeat}), runs in {out}"
         records = [out / s.name / "record" for s in scored]
     found = figures(scored)
-    if args.against:
-        found["against"] = against(scored, {n: o for n, (o, _) in saved(args.against).items()})
+    if other is not None:
+        found["against"] = against(scored, other)
     lines = judgements(found)
     print(d.text_table(HEADER, rows(scored)))
     print()

@@ -317,3 +317,20 @@ def test_rescore_keeps_the_verification_of_an_advice_given_again(tmp_path):
         (a.id, "confirmed", 1.5) for a in given
     ]
     assert rescored.table is not None and len(rescored.table) == len(SWEEP)
+
+
+def test_a_saved_run_that_is_not_one_is_refused_in_one_line(tmp_path):
+    cases = {
+        "cut.json": '{"workloads": [',  # cut short while written
+        "list.json": "[1, 2]",
+        "none.json": '{"cpus": 2}',
+        "bad.json": '{"cpus": 2, "repeat": 3, "workloads": [{"name": "w"}]}',
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SystemExit) as refused:
+            d.combine([tmp_path / name])
+        message = str(refused.value.code)
+        assert message.startswith(f"{tmp_path / name}: ") and "\n" not in message
+    with pytest.raises(SystemExit, match="not a saved run"):
+        d.read_results(tmp_path / "missing.json")

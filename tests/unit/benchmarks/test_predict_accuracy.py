@@ -257,3 +257,11 @@ def test_a_folder_without_results_is_refused_before_anything_runs(tmp_path, caps
         with pytest.raises(SystemExit):
             pa.main(argv)
         assert f"{tmp_path}: no results.json" in capsys.readouterr().err
+
+
+def test_a_corrupt_saved_run_is_refused_in_one_line_before_anything_runs(tmp_path):
+    (tmp_path / "results.json").write_text('{"workloads": [{"name": ')
+    for argv in (["--from", str(tmp_path)], ["--against", str(tmp_path)]):
+        with pytest.raises(SystemExit) as refused:
+            pa.main(argv)
+        assert str(refused.value.code).startswith(f"{tmp_path / 'results.json'}: not a saved run")
