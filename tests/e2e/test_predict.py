@@ -12,9 +12,9 @@ on the test machine's cores.
 - A server of two client threads whose requests are chains of products (``server.py
   --products``) recorded at inter-op 1, intra-op 1: the two clients' requests take turns on
   the one inter-op thread, each request's closures to its end before the other's start (the
-  pool's queue as the replay models it); at inter-op 2 they run side by side. The predicted requests/s,
-  mean and p99 latency are within 20 %, 20 % and 30 % of a recording at inter-op 2 (about
-  1.7x the requests/s on 2 cores, measured).
+  pool's queue as the replay models it); at inter-op 2 they run side by side. The predicted
+  requests/s, mean and p99 latency are within 20 %, 20 % and 30 % of a recording at
+  inter-op 2 (about 1.7x the requests/s on 2 cores, measured).
 """
 
 from __future__ import annotations
