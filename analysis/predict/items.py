@@ -210,7 +210,7 @@ def caller_share(run: Run, covered: list[tuple[int, np.ndarray, np.ndarray]]) ->
                 inside = (us >= t[0]) & (ue <= t[-1])
                 cpu_ns += float((np.interp(ue, t, cpu) - np.interp(us, t, cpu))[inside].sum())
                 wall_ns += float((ue - us)[inside].sum())
-    if wall_ns < max(MIN_COVERED_NS, 1):
+    if wall_ns < MIN_COVERED_NS:
         return None
     return float(min(max(cpu_ns / wall_ns, 0.0), 1.0))
 

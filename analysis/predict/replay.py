@@ -107,8 +107,11 @@ class _State:
     why: str = ""
     load: float = 0.0  # WAITS: the share of a core it holds while it waits (its Python)
     waits: set[int] = field(default_factory=set)
-    on_thread: bool = False
-    slot: int = -1  # the inter-op thread it runs on
+    slot: int = -1  # the inter-op thread it runs on; -1: none (a main unit, or joined)
+
+    @property
+    def on_thread(self) -> bool:
+        return self.slot >= 0
 
 
 def _op_phases(
@@ -220,7 +223,7 @@ class _Replay:
         return min(1 - s.load + s.load * locked, 1 - blas + blas * share)
 
     def _start(self, k: int, slot: int = -1) -> None:
-        self.states[k] = _State(k, self.units[k].main, on_thread=slot >= 0, slot=slot)
+        self.states[k] = _State(k, self.units[k].main, slot=slot)
         self._next(self.states[k])
 
     def _dispatch(self) -> None:
@@ -231,7 +234,6 @@ class _Replay:
                 return
             self.idle.pop()
             if k in self.states:  # back from a join
-                self.states[k].on_thread = True
                 self.states[k].slot = slot
                 self._next(self.states[k])
             else:
@@ -252,7 +254,7 @@ class _Replay:
         return -1
 
     def _spawn(self, s: _State, k: int) -> None:
-        if s.on_thread and s.slot >= 0:
+        if s.on_thread:
             self.local[s.slot].appendleft(k)
         else:
             self.queue.append(k)
@@ -282,8 +284,8 @@ class _Replay:
                     s.kind = JOIN
                     self.joined[s.unit] = s
                     if not s.main:
-                        s.on_thread = False
                         self.idle.append(s.slot)
+                        s.slot = -1
                     return
             elif seg.kind == OP and seg.op is not None:
                 s.phases.extend(_op_phases(seg.op, self.intra, self.rec_intra))
