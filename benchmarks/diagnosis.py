@@ -80,6 +80,7 @@ import pandas as pd
 
 import tftrace
 from tftrace.analysis.sweep.stats import faster  # beyond noise: tftrace's own test
+from tftrace.printable import printable
 from tftrace.tracer.options import DEFAULT_VERIFY_REPEAT
 from tftrace.tracer.sweep_setting import Setting as SweepSetting
 
@@ -798,9 +799,9 @@ def read_results(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise SystemExit(f"{path}: not a saved run ({type(e).__name__}: {e})") from None
+        raise SystemExit(printable(f"{path}: not a saved run ({type(e).__name__}: {e})")) from None
     if not isinstance(data, dict) or not isinstance(data.get("workloads"), list):
-        raise SystemExit(f"{path}: not a saved run (no list of workloads in it)")
+        raise SystemExit(printable(f"{path}: not a saved run (no list of workloads in it)"))
     return data
 
 
@@ -811,7 +812,7 @@ def outcomes_of(path: Path, data: dict[str, Any]) -> list[Outcome]:
         return [from_json(w) for w in data["workloads"]]
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         why = f"{type(e).__name__}: {e}"
-        raise SystemExit(f"{path}: a workload in it is not as saved ({why})") from None
+        raise SystemExit(printable(f"{path}: a workload in it is not as saved ({why})")) from None
 
 
 def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]:

@@ -11,6 +11,7 @@ import pytest
 
 import tftrace
 from conftest import SAMPLE_RUN, load_benchmark
+from tftrace.printable import printable
 
 d = load_benchmark("diagnosis")
 
@@ -325,12 +326,14 @@ def test_a_saved_run_that_is_not_one_is_refused_in_one_line(tmp_path):
         "list.json": "[1, 2]",
         "none.json": '{"cpus": 2}',
         "bad.json": '{"cpus": 2, "repeat": 3, "workloads": [{"name": "w"}]}',
+        "forged\x1b[2J.json": "{",  # a name that would clear the terminal
     }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(SystemExit) as refused:
             d.combine([tmp_path / name])
         message = str(refused.value.code)
-        assert message.startswith(f"{tmp_path / name}: ") and "\n" not in message
+        assert message.startswith(f"{printable(tmp_path / name)}: ") and "\n" not in message
+        assert "\x1b" not in message
     with pytest.raises(SystemExit, match="not a saved run"):
         d.read_results(tmp_path / "missing.json")
