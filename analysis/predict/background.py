@@ -6,8 +6,14 @@ replay adds beside the work it runs.
 - ``processes``: other processes on the usable CPUs, and the hypervisor's steal (tftrace's
   own recorder and py-spy left out: they are not there when the workload runs alone);
 - ``spin``: the Eigen workers' CPU outside every region (spinning before they sleep), at the
-  recorded pool size; a pool of ``intra`` workers spins ``intra / recorded`` as much, and
-  none at intra-op 1 (no workers).
+  recorded pool size. The replay spins the pool itself where the recording shows how long a
+  worker spins (``spin_budget_ns``: the budget ``s`` for which ``min(gap, s)`` over every
+  worker's gaps between its regions sums to that CPU): each time the pool runs out of work,
+  its ``intra`` workers want a core for ``s`` (``replay.py``). How often it runs dry is the
+  setting's: at inter-op 1 after every op, so an op's thread shares the cores with the
+  spinning workers between ops. Otherwise (no regions to measure gaps by) ``spin`` is held
+  throughout, ``intra / recorded`` as much at ``intra`` workers; none at intra-op 1 (no
+  workers) either way.
 
 Each is an average over the span (the OS sampler reads a few times a second at most for
 processes), taken as steady, but for a BLAS library's pool (NumPy's products, OpenBLAS or
@@ -26,8 +32,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from tftrace.analysis.metrics.busy import busy_intervals
 from tftrace.analysis.metrics.contention import contention_of
 from tftrace.analysis.metrics.cpu_time import thread_cpu
+from tftrace.analysis.metrics.intervals import union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 
@@ -56,6 +66,7 @@ class Background:
     spin: float = 0.0
     beside_python: float = 0.0
     with_python: float = 0.0  # the part of ``threads`` that goes with the Python (an average)
+    spin_budget_ns: float = 0.0  # how long an Eigen worker out of work spins (0: unknown)
 
     @property
     def recorded(self) -> float:
@@ -63,8 +74,11 @@ class Background:
         return self.threads + self.processes + self.spin
 
     def at(self, intra: int, recorded_intra: int) -> float:
-        """The cores held beside a replay at ``intra`` Eigen workers."""
+        """The cores held beside a replay at ``intra`` Eigen workers (the spin apart where the
+        replay spins the pool itself)."""
         spin = 0.0 if intra <= 1 else self.spin * intra / max(recorded_intra, 1)
+        if self.spin_budget_ns > 0:
+            spin = 0.0
         return self.threads - self.with_python + self.processes + spin
 
 
@@ -88,10 +102,37 @@ def background(
     threads = float(used[others].sum()) / 1e9 / seconds
     with_python = min(beside * python_ns / 1e9 / seconds, threads)
     eigen = pool == Pool.INTRA_OP.value
-    spin = float(cpu.loc[eigen, "outside_busy_ns"].clip(lower=0).sum()) / 1e9 / seconds
+    spun = float(cpu.loc[eigen, "outside_busy_ns"].clip(lower=0).sum())
+    budget = spin_budget(_gaps(run, cpu.loc[eigen, "thread"].to_numpy(), lo, hi), spun)
     processes = 0.0
     held = contention_of(run, (lo, hi))
     if held is not None:
         outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
         processes = max(outside, 0.0) / seconds
-    return Background(threads, processes, spin, beside, with_python)
+    return Background(threads, processes, spun / 1e9 / seconds, beside, with_python, budget)
+
+
+def spin_budget(gaps: np.ndarray, spun: float) -> float:
+    """How long a worker spins once out of work: the budget ``s`` for which ``min(gap, s)``
+    over the workers' idle ``gaps`` (ns) sums to the CPU they ``spun`` (ns); the longest gap
+    where they spun as long as they idled, 0 with no spin or no gaps."""
+    gaps = gaps[gaps > 0].astype(np.float64)
+    if spun <= 0 or not len(gaps):
+        return 0.0
+    if spun >= gaps.sum():
+        return float(gaps.max())
+    low, high = 0.0, float(gaps.max())
+    for _ in range(60):  # bisection: the spin over the gaps grows with the budget
+        mid = (low + high) / 2
+        low, high = (mid, high) if np.minimum(gaps, mid).sum() < spun else (low, mid)
+    return high
+
+
+def _gaps(run: Run, workers: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Each worker's idle gaps between its regions (merged) over [lo, hi], in ns."""
+    out = [np.zeros(0, dtype=np.int64)]
+    for starts, ends in busy_intervals(run, workers).values():
+        if len(starts):
+            s, e = union(np.clip(starts, lo, hi), np.clip(ends, lo, hi))
+            out.append(s[1:] - e[:-1])
+    return np.concatenate(out)

@@ -63,6 +63,7 @@ class Replays:
                     self.caller,
                     held,
                     self.held.beside_python,
+                    self.held.spin_budget_ns,
                 )
                 for w in self.works
             ]

@@ -11,7 +11,7 @@ import pytest
 
 from builders import MS, cpu_samples_table, sharded_step, stepped_run, two_closures_step
 from tftrace.analysis.model.pools import Pool
-from tftrace.analysis.predict.background import Background, background, left_to
+from tftrace.analysis.predict.background import Background, background, left_to, spin_budget
 from tftrace.analysis.predict.items import thread_items
 from tftrace.analysis.predict.replay import replay
 from tftrace.analysis.predict.step_work import HOST, WAITS, step_works
@@ -89,10 +89,25 @@ def test_the_background_counts_other_threads_and_the_workers_spin():
     held = background(run, 0, 90 * MS, (0,))
     assert held.threads == pytest.approx(0.5, rel=0.02)
     assert held.spin == pytest.approx(2 / 3, rel=0.05)
+    # it spun through both of its 20 ms gaps: the replay spins it that long (at least)
+    assert held.spin_budget_ns == pytest.approx(20 * MS)
+    assert held.at(2, 2) == pytest.approx(held.threads)  # its spin is the replay's, not held
     assert held.processes == 0  # no machine readings
     assert background(stepped_run([MAIN, INTER], two_closures_step), 0, 90 * MS, (0,)) == (
         Background()
     )
+
+
+def test_a_worker_spins_the_budget_its_cpu_outside_its_regions_allows():
+    gaps = np.array([10, 20, 40, 0]) * MS
+    # 30 ms of spin over gaps of 10, 20 and 40: 10 of each
+    assert spin_budget(gaps, 30 * MS) == pytest.approx(10 * MS)
+    # 50: all of the first, 20 of the others
+    assert spin_budget(gaps, 50 * MS) == pytest.approx(20 * MS)
+    # spun through every gap (or more: untraced work): the longest gap
+    assert spin_budget(gaps, 90 * MS) == pytest.approx(40 * MS)
+    assert spin_budget(gaps, 0) == 0
+    assert spin_budget(np.zeros(0), 30 * MS) == 0
 
 
 def test_a_blas_pool_goes_with_the_python_that_calls_it():

@@ -78,6 +78,22 @@ def test_an_op_spreads_its_parallel_part_over_the_pool_and_its_caller():
     assert replay(one_op(op), 2, 1, 2, 2).span_ns == pytest.approx(8.5 * MS)
 
 
+def test_the_eigen_workers_spin_between_ops_and_crowd_the_cores():
+    # two ops, 12 ms over the caller and 2 workers each (6 ms on 2 cores), 4 ms of work
+    # between them on the op's thread: 16 ms without spin
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=2)
+    main = Unit(0, True, (Segment(OP, op=op), Segment(CPU, 4 * MS), Segment(OP, op=op)))
+    step = StepWork(1, 0, (main,))
+    assert replay(step, 2, 1, 2, 2).span_ns == pytest.approx(16 * MS)
+    # the two workers spin 2 ms once out of work: 3 threads on 2 cores, the work between the
+    # ops does 4/3 ms in those 2 ms and the rest at full pace: 6 + 2 + 8/3 + 6
+    assert replay(step, 2, 1, 2, 2, spin_ns=2 * MS).span_ns == pytest.approx((16 + 2 / 3) * MS)
+    # with a core each, the spin takes nothing from it
+    assert replay(step, 2, 1, 3, 2, spin_ns=2 * MS).span_ns == replay(step, 2, 1, 3, 2).span_ns
+    # at intra-op 1 there is no pool to spin: 12 + 4 + 12
+    assert replay(step, 1, 1, 2, 2, spin_ns=2 * MS).span_ns == pytest.approx(28 * MS)
+
+
 def test_an_op_splits_no_finer_than_its_shards_allow():
     # one shard recorded at intra 2: at intra 2 its thread and that shard (2 lanes, not 3);
     # the pool splits it finer as it grows: 1 + 1 x intra / 2 lanes
