@@ -163,6 +163,7 @@ class _Replay:
         self.idle = list(range(inter))  # the inter-op threads free, by slot
         self.local: list[deque[int]] = [deque() for _ in range(inter)]
         self.done = [False] * len(self.units)
+        self.undone = len(self.units)
         self.states: dict[int, _State] = {}
         self.queue: deque[int] = deque()
         self.joined: dict[int, _State] = {}
@@ -182,9 +183,9 @@ class _Replay:
             while self.releases and self.releases[0][0] <= self.t + EPS:
                 self.queue.append(self.releases.pop(0)[1])
             self._dispatch()
-            if all(self.done):
+            if not self.undone:
                 break
-            active = [s for s in self.states.values() if s.kind != JOIN and (s.main or s.on_thread)]
+            active = [s for s in self.states.values() if s.kind != JOIN and (s.main or s.slot >= 0)]
             if not active:
                 if not self.releases:
                     break  # nothing left can run (not expected of a recorded step)
@@ -194,27 +195,56 @@ class _Replay:
         return Replayed(self.t, self.host, self.marks, self.crowded)
 
     def _advance(self, active: list[_State]) -> None:
-        pars = [s for s in active if s.kind == PAR]
+        # one pass over the active units, each sum kept in the order it always was
+        pars: list[_State] = []
+        in_python: list[_State] = []
+        working, python, waiting, host = 0, 0.0, 0.0, True
+        for s in active:
+            kind = s.kind
+            if kind == WAITS:
+                if s.why in HOLDS_GIL:
+                    in_python.append(s)
+                    python += s.load
+                else:
+                    waiting += s.load
+                    host = host and s.why != HANDOFF
+                continue
+            host = False
+            if kind == PAR:
+                pars.append(s)
+            elif kind in (CPU, INLINE):
+                working += 1
         workers = self.intra / len(pars) if pars else 0.0
         lanes = {s.unit: self.caller + min(workers, s.cap) for s in pars}
-        demand = sum(1 for s in active if s.kind in (CPU, INLINE)) + sum(lanes.values())
+        demand = working + sum(lanes.values())
         spinning = self.intra > 1 and not pars and self.t < self.pool_used + self.spin_ns - EPS
         if spinning:
             demand += self.intra
-        in_python = [s for s in active if s.kind == WAITS and s.why in HOLDS_GIL]
-        python = sum(s.load for s in in_python)
-        demand += sum(s.load for s in active if s.kind == WAITS and s.why not in HOLDS_GIL)
+        demand += waiting
         demand += min(python, 1.0) + self.beside * len(in_python)
         share = min(1.0, self.cores / demand) if demand > 0 else 1.0
         locked = min(share, 1.0 / python) if python > 1.0 else share
-        rates = {s.unit: self._rate(s, share, locked, lanes) for s in active}
-        dt = min(s.left / rates[s.unit] for s in active)
+        # how fast each moves through its phase: work at its share of the cores (an op in its
+        # parallel part, on its lanes), a wait as recorded but for its CPU part; a thread in
+        # Python whose BLAS pool works beside it ends as the slower of the two
+        blas = min(self.beside, 1.0)
+        rates: list[float] = []
+        dt = float("inf")
+        for s in active:
+            if s.kind != WAITS:
+                rate = share * lanes.get(s.unit, 1.0)
+            elif s.why not in HOLDS_GIL:
+                rate = 1 - s.load + s.load * share
+            else:
+                rate = min(1 - s.load + s.load * locked, 1 - blas + blas * share)
+            rates.append(rate)
+            dt = min(dt, s.left / rate)
         if self.releases:
             dt = min(dt, self.releases[0][0] - self.t)
         if spinning:
             dt = min(dt, self.pool_used + self.spin_ns - self.t)
         dt = max(dt, 0.0)
-        if all(s.kind == WAITS and s.why != HANDOFF for s in active):
+        if host:
             self.host += dt
         split = pars or (in_python and self.beside > 0)  # a BLAS product splits too
         if split and demand > self.cores + CROWD:
@@ -222,22 +252,11 @@ class _Replay:
         self.t += dt
         if pars:
             self.pool_used = self.t
-        for s in active:
-            s.left -= rates[s.unit] * dt
+        for s, rate in zip(active, rates, strict=True):
+            s.left -= rate * dt
         for s in active:
             if s.left <= EPS and s.unit in self.states:
                 self._next(s)
-
-    def _rate(self, s: _State, share: float, locked: float, lanes: dict[int, float]) -> float:
-        """How fast ``s`` moves through its phase: work at its share of the cores (an op in
-        its parallel part, on its lanes), a wait as recorded but for its CPU part."""
-        if s.kind != WAITS:
-            return share * lanes.get(s.unit, 1.0)
-        if s.why not in HOLDS_GIL:
-            return 1 - s.load + s.load * share
-        # a thread in Python whose BLAS pool works beside it ends as the slower of the two
-        blas = min(self.beside, 1.0)
-        return min(1 - s.load + s.load * locked, 1 - blas + blas * share)
 
     def _start(self, k: int, slot: int = -1) -> None:
         self.states[k] = _State(k, self.units[k].main, slot=slot)
@@ -313,6 +332,7 @@ class _Replay:
 
     def _finish(self, s: _State) -> None:
         self.done[s.unit] = True
+        self.undone -= 1
         del self.states[s.unit]
         if s.on_thread:
             self.idle.append(s.slot)
