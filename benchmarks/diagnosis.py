@@ -821,11 +821,14 @@ def combine(paths: Sequence[Path]) -> tuple[list[Outcome], tuple[int, int], int]
     repeats and CPUs of the first file (the others must match them)."""
     by_name: dict[str, Outcome] = {}
     first = read_results(paths[0])
+    missing = [key for key in ("cpus", "repeat", "verify_repeat") if key not in first]
+    if missing:
+        raise SystemExit(printable(f"{paths[0]}: not a saved run (no {', '.join(missing)} in it)"))
     for path in paths:
         data = read_results(path)
         same = (data.get("cpus"), data.get("repeat"), data.get("verify_repeat"))
         if same != (first.get("cpus"), first.get("repeat"), first.get("verify_repeat")):
-            raise SystemExit(f"{path}: CPUs and repeats differ from {paths[0]}'s")
+            raise SystemExit(printable(f"{path}: CPUs and repeats differ from {paths[0]}'s"))
         for outcome in outcomes_of(path, data):
             by_name[outcome.name] = outcome
     return list(by_name.values()), (first["repeat"], first["verify_repeat"]), first["cpus"]

@@ -325,6 +325,7 @@ def test_a_saved_run_that_is_not_one_is_refused_in_one_line(tmp_path):
         "cut.json": '{"workloads": [',  # cut short while written
         "list.json": "[1, 2]",
         "none.json": '{"cpus": 2}',
+        "bare.json": '{"workloads": []}',  # no CPUs or repeats to combine it by
         "bad.json": '{"cpus": 2, "repeat": 3, "workloads": [{"name": "w"}]}',
         "forged\x1b[2J.json": "{",  # a name that would clear the terminal
     }
