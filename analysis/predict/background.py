@@ -76,9 +76,8 @@ class Background:
     def at(self, intra: int, recorded_intra: int) -> float:
         """The cores held beside a replay at ``intra`` Eigen workers (the spin apart where the
         replay spins the pool itself)."""
-        spin = 0.0 if intra <= 1 else self.spin * intra / max(recorded_intra, 1)
-        if self.spin_budget_ns > 0:
-            spin = 0.0
+        held_spin = intra > 1 and self.spin_budget_ns <= 0
+        spin = self.spin * intra / max(recorded_intra, 1) if held_spin else 0.0
         return self.threads - self.with_python + self.processes + spin
 
 

@@ -185,7 +185,7 @@ class _Replay:
             self._dispatch()
             if not self.undone:
                 break
-            active = [s for s in self.states.values() if s.kind != JOIN and (s.main or s.slot >= 0)]
+            active = [s for s in self.states.values() if s.kind != JOIN and (s.main or s.on_thread)]
             if not active:
                 if not self.releases:
                     break  # nothing left can run (not expected of a recorded step)
