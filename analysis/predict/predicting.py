@@ -241,16 +241,18 @@ def _notes(items: Items, works: tuple[StepWork, ...], residual: float, charged: 
 
 
 def _beyond_cores(intras: Iterable[int], cores: float, rec_intra: int) -> list[str]:
-    """Intra-op pools larger than the CPUs and than the recording's: the replay shares the
-    cores among their workers at no cost, and on the corpus they ran slower than that."""
+    """Intra-op pools larger than the CPUs and than the recording's: the replay queues their
+    blocks on the cores as the kernel does (``placement.py``), a cost the trace of a smaller
+    pool does not show, and on the corpus they ran on both sides of it."""
     beyond = [i for i in intras if i > cores and i > rec_intra]
     if not beyond:
         return []
     return [
         f"intra-op {', '.join(map(str, beyond))}: more Eigen workers than the {cores:g} CPUs "
-        f"and than recorded ({rec_intra}); such pools ran up to a third slower than predicted "
-        "where the ops were small or many (docs/predict.md, intra-op 4 on 2 cores), a cost "
-        "the trace does not show: take their figures as the most they could give"
+        f"and than recorded ({rec_intra}); the trace does not show what their workers "
+        "queued behind busy cores cost, and such pools ran from a third slower to a sixth "
+        "faster than predicted (docs/predict.md, intra-op 4 on 2 cores): take their figures "
+        "as less sure"
     ]
 
 

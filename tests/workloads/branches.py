@@ -1,4 +1,9 @@
-"""A tf.function with two independent matmul chains: the inter-op pool can run them side by side."""
+"""A tf.function with two independent matmul chains: the inter-op pool can run them side by side.
+
+``--steps N``: how many calls (5 by default).
+"""
+
+import argparse
 
 import tensorflow as tf
 
@@ -16,6 +21,8 @@ def two_branches(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
 
 a = tf.random.normal((N, N)) * 0.01
 b = tf.random.normal((N, N)) * 0.01
-for _ in range(5):
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=5)
+for _ in range(parser.parse_args().steps):
     two_branches(a, b).numpy()
 print("branches done")

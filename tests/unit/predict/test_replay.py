@@ -113,6 +113,39 @@ def test_ops_in_their_parallel_part_share_the_eigen_pool():
     assert replay(step, 2, 2, 8, 2).span_ns == pytest.approx(6 * MS)
 
 
+def test_an_op_with_a_block_per_worker_waits_for_the_core_its_blocks_queued_on():
+    # two shards recorded at intra 2: one block per worker. At intra 4 on 2 cores its 4 ms
+    # of parallel work is 4 blocks of 1 ms (under the kernel's 2 ms balance interval): the
+    # caller and 4 workers would end in 2 ms at the cores' pace, and take 1.25x that, the
+    # most loaded core's queue (``placement.py``)
+    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2)
+    assert replay(one_op(op), 2, 1, 2, 2).span_ns == pytest.approx(2 * MS)
+    assert replay(one_op(op), 4, 1, 2, 2).span_ns == pytest.approx(2.5 * MS)
+    # on 4 cores the 4 workers fit (5 lanes at the 4 cores' pace); with more shards than
+    # workers a free worker takes the blocks left
+    assert replay(one_op(op), 4, 1, 4, 2).span_ns == pytest.approx(1 * MS)
+    many = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=4)
+    assert replay(one_op(many), 4, 1, 2, 2).span_ns == pytest.approx(2 * MS)
+    # blocks of 10 ms, five times the balance interval: a fifth of the slowdown, 1.05x
+    long = OpWork(serial=0, handoff=0, parallel=40 * MS, shards=2)
+    assert replay(one_op(long), 4, 1, 2, 2).span_ns == pytest.approx(21 * MS)
+
+
+def test_the_cores_a_queued_op_leaves_idle_go_to_the_other_threads():
+    # beside a closure of 10 ms of work: the op's 5 lanes and the closure, 6 threads on 2
+    # cores; the op gets 1 / 1.25 of its 5/6 of the cores (4/3 of a core), the closure the
+    # 2/3 of a core left, twice its due: the op's 4 ms end after 3 ms, the closure's 10 ms
+    # after 3 + (10 - 2) = 11 ms
+    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2)
+    main = Unit(0, True, (*spawn(1, 2), Segment(JOIN, units=(1, 2))))
+    units = [Unit(1, False, (Segment(OP, op=op),)), Unit(2, False, (Segment(CPU, 10 * MS),))]
+    step = StepWork(1, 0, (main, *units))
+    assert replay(step, 4, 2, 2, 2).span_ns == pytest.approx(11 * MS)
+    # two ops split at once fill each other's idle cores: no slowdown
+    two = StepWork(1, 0, (main, units[0], Unit(2, False, (Segment(OP, op=op),))))
+    assert replay(two, 4, 2, 2, 2).span_ns == pytest.approx(4 * MS)
+
+
 def test_a_closure_that_waits_gives_its_thread_back():
     # inter 1: closure 1 schedules closure 2 and waits for it (a function call op): 2 must
     # get the only thread, then 1 needs it again for its last 1 ms
