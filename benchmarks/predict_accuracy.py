@@ -362,7 +362,8 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
     return [
         (
             f"rank correlation (pooled, each workload's times over their geometric mean on its "
-            f"grid): {_num(rho)}  target >= {SPEARMAN_TARGET}: {verdict(ok_rho)}",
+            # three digits: 0.898 is no pass, and two would print it 0.90
+            f"grid): {_num(rho, 3)}  target >= {SPEARMAN_TARGET}: {verdict(ok_rho)}",
             ok_rho,
         ),
         (
@@ -414,8 +415,8 @@ def _measurement_line(m: dict[str, float] | None) -> str:
     )
 
 
-def _num(x: float | None) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{x:.2f}"
+def _num(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
 def _pct(x: float | None) -> str:

@@ -365,6 +365,15 @@ def _with_op_work(
     of its split ops' time was covered by no shard, and at intra 1 its ops ran 1.9x
     faster.
 
+    An op not split is, where the OS sampler read its thread, its time at the thread's CPU
+    over its busy time then: the kernel's count, not an even share of the cores. The kernel
+    does not share crowded cores evenly: on 2 cores, a small conv net served from four
+    threads at intra-op 1, inter-op 2 kept its two inter-op threads on a CPU 51 % of their
+    busy time, where an even share (the request threads' Python wanting 0.87 of a core
+    beside them) would have given them 69 %: its ops' work came out 42 % above the
+    inter-op threads' CPU, and inter-op 1 was predicted 0.77x where it ran 1.08x (0.84x
+    now; the rest is the interpreter lock's lead, ``replay.py``).
+
     Run inline (``inline``; -1 for an op not split), a split op is its shards' work alone:
     what its own thread did around and beside them was the split's (scheduling the shards,
     waking the workers, waiting for them). Measured on 2 cores, op by op (the same 162 ops
@@ -395,6 +404,15 @@ def _with_op_work(
             kept = serial[i] * float(mine.at(np.array([mid]))[0])
             handoff[i] += serial[i] - kept
             serial[i] = kept
+    unsplit = np.flatnonzero((items["what"].to_numpy() == WORK) & (count == 0))
+    thread = items["thread"].to_numpy()[unsplit]
+    wall = (items["end_ns"].to_numpy() - items["start_ns"].to_numpy())[unsplit]
+    mid = (items["end_ns"].to_numpy() + items["start_ns"].to_numpy())[unsplit] / 2
+    for t in np.unique(thread):
+        mine = on_cpu.get(int(t))
+        if mine is not None:
+            rows = thread == t
+            serial[unsplit[rows]] = wall[rows] * mine.at(mid[rows])
     return items.assign(
         serial=serial, handoff=handoff, parallel=parallel, shards=count, inline=inline
     )

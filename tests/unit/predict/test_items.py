@@ -87,6 +87,20 @@ def test_the_callers_share_of_a_core_comes_from_the_os_sampler():
     assert wider.items[wider.items["what"] == WORK]["parallel"].tolist() == pytest.approx([20 * MS])
 
 
+def test_an_op_not_split_is_its_threads_cpu_by_the_kernels_count():
+    """The inter-op thread (busy 0.5-20.5 ms of each step) on a CPU 60 % of its busy time,
+    by the OS sampler: each op is its time at that rate, not an even share of the cores
+    (one busy thread on 2 cores: all of its time)."""
+    run = stepped_run([MAIN, INTER], two_closures_step, steps=3)
+    t = np.arange(0, 64, 1, dtype=np.int64) * MS
+    busy = ((t % (21 * MS)) >= 0.5 * MS) & ((t % (21 * MS)) < 20.5 * MS)
+    cpu = np.r_[0, np.cumsum(np.where(busy[:-1], 0.6 * MS, 0))].astype(np.int64)
+    sampled = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, cpu))
+    work = thread_items(sampled, 21 * MS, 42 * MS, 0, 2).items
+    work = work[work["what"] == WORK]
+    assert work["serial"].tolist() == pytest.approx([0.6 * 9.8 * MS, 0.6 * 9.9 * MS], rel=0.02)
+
+
 def test_a_split_ops_uncovered_time_off_a_cpu_is_the_pools_cost():
     """The op (1-11 ms) had shards only until 6 ms. The sampler shows its thread on a CPU
     for 40 % of its busy time: of the 5 ms no shard covered, 2 ms are serial work and 3 ms

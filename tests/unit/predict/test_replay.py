@@ -214,6 +214,20 @@ def test_python_on_several_threads_shares_the_interpreter_lock():
     assert replay(threads, 1, 1, 4, 1).span_ns == pytest.approx(10 * MS / (0.5 + 0.5 / 1.5))
 
 
+def test_the_interpreter_locks_python_runs_first_while_a_core_is_left():
+    # 20 ms of Python on a CPU all along beside two closures of 10 ms of work on 2 cores:
+    # the Python keeps a core (its waiters, woken at each hand-off of the lock, are as
+    # runnable as it), the closures share the other: all end at 20 ms. Shared evenly, the
+    # closures would end at 15 ms and the Python at 25
+    main = Unit(0, True, (*spawn(1, 2), Segment(WAITS, 20 * MS, HOST, load=1.0)))
+    units = [Unit(k, False, (Segment(CPU, 10 * MS),)) for k in (1, 2)]
+    step = StepWork(1, 0, (main, *units))
+    assert replay(step, 1, 2, 2, 1).span_ns == pytest.approx(20 * MS)
+    # on one core it leaves none: the three share it evenly, the closures end at 30 ms and
+    # the Python's last 10 ms run alone
+    assert replay(step, 1, 2, 1, 1).span_ns == pytest.approx(40 * MS)
+
+
 def test_an_input_wait_does_not_hold_the_interpreter_lock():
     units = tuple(Unit(0, True, (Segment(WAITS, 10 * MS, INPUT, load=1.0),)) for _ in range(2))
     assert replay(StepWork(1, 0, units), 1, 1, 4, 1).span_ns == pytest.approx(10 * MS)
@@ -240,14 +254,16 @@ def test_a_closure_a_call_releases_late_follows_the_call_not_the_recorded_clock(
 
 def test_a_blas_pool_works_beside_the_python_that_calls_it():
     # 10 ms of Python on a CPU all along, a BLAS pool a core beside it, and a closure of
-    # 12 ms of work: 3 cores wanted on 2 (each its 2/3), so the Python ends at 15 ms, and
-    # the closure's last 2 ms of work runs alone
+    # 12 ms of work on 3 cores: a core each, the Python ends with its pool at 10 ms
     main = Unit(0, True, (*spawn(1), Segment(WAITS, 10 * MS, HOST, load=1.0)))
     step = StepWork(1, 0, (main, Unit(1, False, (Segment(CPU, 12 * MS),))))
+    assert replay(step, 1, 1, 3, 1, beside_python=1.0).span_ns == pytest.approx(12 * MS)
     alone = replay(step, 1, 1, 2, 1)
-    assert alone.span_ns == pytest.approx(12 * MS)  # no pool beside: a core each
+    assert alone.span_ns == pytest.approx(12 * MS)  # no pool beside: a core each on 2
+    # on 2 cores the Python has its core, the pool and the closure share the other: the
+    # Python ends with its pool at 20 ms, the closure's last 2 ms run alone
     beside = replay(step, 1, 1, 2, 1, beside_python=1.0)
-    assert beside.span_ns == pytest.approx(17 * MS)
+    assert beside.span_ns == pytest.approx(22 * MS)
     # the product splits over the pool: its part waiting for a core is crowding
-    assert beside.crowded_ns == pytest.approx(15 * MS)
+    assert beside.crowded_ns == pytest.approx(20 * MS)
     assert alone.crowded_ns == 0.0
