@@ -18,6 +18,7 @@ from builders import (
     two_closures_step,
 )
 from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.items import PYTHON, WAIT, WORK, outermost, thread_items
 
 MAIN, INTER, EIGEN = Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP
@@ -87,15 +88,22 @@ def test_the_callers_share_of_a_core_comes_from_the_os_sampler():
     assert wider.items[wider.items["what"] == WORK]["parallel"].tolist() == pytest.approx([20 * MS])
 
 
+def on_cpu_while_busy(run: Run, step_ms: int, busy_ms: tuple[float, float], rate: float) -> Run:
+    """``run`` with OS samples of its thread 1 every ms: on a CPU ``rate`` of each ms inside
+    ``busy_ms`` of every step of ``step_ms`` (its closure), off it outside."""
+    t = np.arange(0, step_ms * 12 + 1, 1, dtype=np.int64) * MS
+    phase = t % (step_ms * MS)
+    busy = (phase >= busy_ms[0] * MS) & (phase < busy_ms[1] * MS)
+    cpu = np.r_[0, np.cumsum(np.where(busy[:-1], rate * MS, 0))].astype(np.int64)
+    return dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, cpu))
+
+
 def test_an_op_not_split_is_its_threads_cpu_by_the_kernels_count():
     """The inter-op thread (busy 0.5-20.5 ms of each step) on a CPU 60 % of its busy time,
     by the OS sampler: each op is its time at that rate, not an even share of the cores
     (one busy thread on 2 cores: all of its time)."""
     run = stepped_run([MAIN, INTER], two_closures_step, steps=3)
-    t = np.arange(0, 64, 1, dtype=np.int64) * MS
-    busy = ((t % (21 * MS)) >= 0.5 * MS) & ((t % (21 * MS)) < 20.5 * MS)
-    cpu = np.r_[0, np.cumsum(np.where(busy[:-1], 0.6 * MS, 0))].astype(np.int64)
-    sampled = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, cpu))
+    sampled = on_cpu_while_busy(run, 21, (0.5, 20.5), 0.6)
     work = thread_items(sampled, 21 * MS, 42 * MS, 0, 2).items
     work = work[work["what"] == WORK]
     assert work["serial"].tolist() == pytest.approx([0.6 * 9.8 * MS, 0.6 * 9.9 * MS], rel=0.02)
@@ -109,10 +117,7 @@ def test_a_split_ops_uncovered_time_off_a_cpu_is_the_pools_cost():
     run = stepped_run([MAIN, INTER, EIGEN, EIGEN], half_covered_step, steps=12, intra=2)
     plain = thread_items(run, 30 * MS, 360 * MS, 0, 2).items
     assert plain.loc[plain["what"] == WORK, "serial"].tolist() == pytest.approx([5 * MS] * 11)
-    t = np.arange(0, 361, 1, dtype=np.int64) * MS
-    in_closure = ((t % (30 * MS)) >= 0.5 * MS) & ((t % (30 * MS)) < 11.5 * MS)
-    cpu = np.r_[0, np.cumsum(np.where(in_closure[:-1], 0.4 * MS, 0))].astype(np.int64)
-    sampled = dataclasses.replace(run, samples=cpu_samples_table(1, 101, t, cpu))
+    sampled = on_cpu_while_busy(run, 30, (0.5, 11.5), 0.4)
     work = thread_items(sampled, 30 * MS, 360 * MS, 0, 2).items
     work = work[work["what"] == WORK]
     assert work["serial"].tolist() == pytest.approx([2 * MS] * 11, rel=0.02)
