@@ -233,6 +233,16 @@ def _closures(run: Run, lo: int, hi: int) -> pd.DataFrame:
     ).sort_values("start_ns", ignore_index=True)
 
 
+def _cpu_at(thread: np.ndarray, t: np.ndarray, on_cpu: dict[int, CpuRate]) -> np.ndarray:
+    """Each row's thread's CPU over its busy time at ``t`` (NaN where not sampled)."""
+    out = np.full(len(t), np.nan)
+    for k, mine in on_cpu.items():
+        rows = thread == k
+        if rows.any():
+            out[rows] = mine.at(t[rows])
+    return out
+
+
 def _busy(
     run: Run, items: pd.DataFrame, closures: pd.DataFrame, mains: tuple[int, ...]
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -366,13 +376,11 @@ def _with_op_work(
     faster.
 
     An op not split is, where the OS sampler read its thread, its time at the thread's CPU
-    over its busy time then: the kernel's count, not an even share of the cores. The kernel
-    does not share crowded cores evenly: on 2 cores, a small conv net served from four
-    threads at intra-op 1, inter-op 2 kept its two inter-op threads on a CPU 51 % of their
-    busy time, where an even share (the request threads' Python wanting 0.87 of a core
-    beside them) would have given them 69 %: its ops' work came out 42 % above the
-    inter-op threads' CPU, and inter-op 1 was predicted 0.77x where it ran 1.08x (0.84x
-    now; the rest is the interpreter lock's lead, ``replay.py``).
+    over its busy time then: the kernel's count, not an even share of the cores. On 2 cores
+    a small conv net served from four threads at intra-op 1, inter-op 2 kept its inter-op
+    threads on a CPU 51 % of their busy time, an even share 69 %: its ops' work came out
+    42 % above their CPU, and inter-op 1 was predicted 0.77x where it ran 1.08x (0.84x now;
+    the rest is the interpreter lock's lead, ``replay.py``).
 
     Run inline (``inline``; -1 for an op not split), a split op is its shards' work alone:
     what its own thread did around and beside them was the split's (scheduling the shards,
@@ -397,22 +405,15 @@ def _with_op_work(
         inline[i] = shard_work
     if shards:  # the pool's wake-up: a longer delay waited for busy workers
         handoff = np.minimum(handoff, float(np.median([d for _, _, _, d, _, _ in shards])))
-    for i, *_ in shards:
-        mine = on_cpu.get(int(items["thread"].iat[i]))
-        if mine is not None:
-            mid = (float(items["start_ns"].iat[i]) + float(items["end_ns"].iat[i])) / 2
-            kept = serial[i] * float(mine.at(np.array([mid]))[0])
-            handoff[i] += serial[i] - kept
-            serial[i] = kept
-    unsplit = np.flatnonzero((items["what"].to_numpy() == WORK) & (count == 0))
-    thread = items["thread"].to_numpy()[unsplit]
-    wall = (items["end_ns"].to_numpy() - items["start_ns"].to_numpy())[unsplit]
-    mid = (items["end_ns"].to_numpy() + items["start_ns"].to_numpy())[unsplit] / 2
-    for t in np.unique(thread):
-        mine = on_cpu.get(int(t))
-        if mine is not None:
-            rows = thread == t
-            serial[unsplit[rows]] = wall[rows] * mine.at(mid[rows])
+    start, end = items["start_ns"].to_numpy(), items["end_ns"].to_numpy()
+    on = _cpu_at(items["thread"].to_numpy(), (start + end) / 2, on_cpu)
+    sampled = ~np.isnan(on)
+    split = sampled & (count > 0)
+    kept = serial[split] * on[split]
+    handoff[split] += serial[split] - kept
+    serial[split] = kept
+    unsplit = sampled & (count == 0) & (items["what"].to_numpy() == WORK)
+    serial[unsplit] = (end - start)[unsplit] * on[unsplit]
     return items.assign(
         serial=serial, handoff=handoff, parallel=parallel, shards=count, inline=inline
     )
