@@ -9,8 +9,10 @@ on the test machine's cores.
   intra-op 1, within 25 % of the measured slowdown.
 - The same chains (``branches.py``) on 2 CPUs recorded at intra-op 2, inter-op 1: at intra-op 4
   each product's 4 blocks, one per worker, queue 2 on a core or 1 and 1; predicted slower,
-  within 10 % of a sweep's measurement at intra-op 4 (about 0.8x on 2 cores; the replay
-  that shared the cores evenly among the workers predicted 1.0x).
+  within 10 % of a sweep's measurement at intra-op 4 (about 0.8x on 2 cores with oneDNN's
+  products; the replay that shared the cores evenly among the workers predicted 1.0x).
+  Eigen's own products (oneDNN off) split into more blocks than workers: about 1.0x,
+  predicted so.
 - A step that is a ``tf.py_function`` (``py_function_loop.py``): predicted unchanged, within
   10 %, by every setting of the sweep's ladder, and bound by Python.
 - A server of two client threads whose requests are chains of products (``server.py
@@ -109,7 +111,7 @@ def test_a_chain_of_large_products_at_intra_2_is_predicted_slower_at_intra_1(tmp
 def test_more_workers_than_cores_queue_their_blocks_and_are_predicted_slower(tmp_path: Path):
     """Measured by a sweep (3 runs a setting, no profiler): a single recording at intra-op 4
     is one draw of where the kernel queued the blocks (0.82-0.92x of intra-op 2 in four
-    recordings here), the sweep's median their average (0.78x)."""
+    recordings here, oneDNN on), the sweep's median their average (0.78x)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
     if len(cpus) < 2:
         pytest.skip("needs 2 CPUs")
@@ -132,8 +134,11 @@ def test_more_workers_than_cores_queue_their_blocks_and_are_predicted_slower(tmp
     settings = {(s["intra"], s["inter"]): s for s in json.loads(proc.stdout)["settings"]}
     measured = settings[(4, 1)]["speedup"]  # < 1: intra-op 4 is slower
     predicted = predict(load(two), intra=(2, 4), inter=(1,)).setting(4, 1)
-    assert measured < 0.92, measured  # the kernel queued the blocks
+    # oneDNN's products split one block per worker, and the kernel queues them (about 0.8x);
+    # Eigen's own (TF_ENABLE_ONEDNN_OPTS=0) split into more blocks than workers, and a free
+    # worker takes those left (about 1.0x): each is predicted as it ran
     assert predicted.speedup == pytest.approx(measured, rel=0.1), (predicted, measured)
+    assert (predicted.speedup < 0.9) == (measured < 0.9), (predicted, measured)
     assert predicted.basis == "extrapolation: intra 4 > 2 CPUs"
 
 
