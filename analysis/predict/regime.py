@@ -15,8 +15,7 @@ CPU up to 4 GHz) shows the unlearned executor. Measured on 2 cores (``fan_out_st
 16 small products a call): profiled from its first call, 17 closures a call and every
 product traced; from call 120, 2 closures a call and none traced. A server of MobileNetV2
 (serve-keras) ran intra-op 2, inter-op 1 at 0.53-0.62x of 2, 2 unprofiled; profiled from
-its first call, at 0.66x, and predicted 0.77x from 2, 2; profiled from call 140, at 0.59x,
-and predicted 0.70x.
+its first call, at 0.66x; profiled from call 140, at 0.59x.
 """
 
 from __future__ import annotations
@@ -53,7 +52,9 @@ def unlearned_note(ops: pd.DataFrame, inter_threads: np.ndarray, lo: int, hi: in
         f"{share:.0%} of the inter-op threads' ops took under 2 us: the profiler started before "
         "TF's executor learned which ops are cheap (over about 90 calls of a function, and "
         "never while the profiler runs), so each ran as an expensive op, many as a closure "
-        "of their own; unprofiled, later, they run inline and the settings can rank "
-        "otherwise (a server: intra-op 2, inter-op 1 predicted 0.77x of 2, 2 so, 0.70x from a "
-        "later start, ran 0.58x). Record from a later step: tftrace record --steps 100: ..."
+        "of their own, where an unprofiled run later runs them inline (a MobileNetV2 server "
+        "on 2 cores ran intra-op 2, inter-op 1 at 0.58x of 2, 2 unprofiled, 0.66x profiled "
+        "from its first call, 0.59x from its 140th): the figures are less sure. Record from a "
+        "later step (tftrace record --steps 100: ..., counted on the main thread) or, for a "
+        "server, a later time (--delay SECONDS)"
     )
