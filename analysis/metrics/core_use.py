@@ -24,6 +24,7 @@ from tftrace.analysis.metrics.busy import merged_busy, pool_thread_keys, python_
 from tftrace.analysis.metrics.concurrency import PoolConcurrency
 from tftrace.analysis.metrics.contention import Contention, split_run_queue
 from tftrace.analysis.metrics.cpu_time import process_cumulative
+from tftrace.analysis.metrics.executor_learning import unlearned_note
 from tftrace.analysis.metrics.idle_causes import (
     PYTHON,
     TOO_SMALL,
@@ -277,6 +278,8 @@ def core_use(
     if counted:
         sizes = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in counted.items())
         notes.append(f"pool sizes {FROM_TRACE} (those that ran something): {sizes}")
+    unlearned = unlearned_note(ops, pool_thread_keys(run, Pool.INTER_OP), lo, hi)
+    notes += [unlearned] if unlearned else []
     base = CoreUse(
         window,
         0.0,

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.executor_learning import unlearned_note
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.window import (
@@ -33,7 +34,6 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
 from tftrace.analysis.predict.items import Items
-from tftrace.analysis.predict.regime import unlearned_note
 from tftrace.analysis.predict.replays import Replays
 from tftrace.analysis.predict.result import (
     CALIBRATED,

@@ -1,12 +1,12 @@
 """Known answer: TF's executor learns which ops are cheap over its first calls of a function,
-and not while the profiler runs (``analysis/predict/regime.py``).
+and not while the profiler runs (``analysis/metrics/executor_learning.py``).
 
 ``fan_out_steps.py`` calls a function of 16 small independent products 200 times. Profiled
 from its first call, the executor never learns: each product a finished op readies runs as a
 closure of its own on the inter-op pool, and each is traced (about 17 closures a call here).
 Profiled from call 120, it has learned: they run inline on the thread that readied them, a
 closure or two a call, and they are below the profiler's default level (none traced).
-``tftrace predict`` says which of the two a trace shows.
+``tftrace predict`` and the core-use headline say which of the two a trace shows.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from conftest import WORKLOADS, quiet_env, tftrace_command
 from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.measured import measure
 from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.model.pools import Pool
@@ -66,3 +67,8 @@ def test_the_executor_learns_its_cheap_ops_only_unprofiled(tmp_path: Path):
     unlearned = [n for n in predict(load(early)).notes if "TF's executor learned" in n]
     assert len(unlearned) == 1 and "--steps 100:" in unlearned[0]
     assert not [n for n in predict(load(later)).notes if "TF's executor learned" in n]
+    # the headline says so too: its inter-op figures are the first regime's
+    headline = measure(load(early)).core_use
+    assert headline is not None and any("TF's executor learned" in n for n in headline.notes)
+    headline = measure(load(later)).core_use
+    assert headline is not None and not any("TF's executor learned" in n for n in headline.notes)

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.predict.regime import CHEAP_NS, MIN_CHEAP_OPS, cheap_ops, unlearned_note
+from tftrace.analysis.metrics.executor_learning import (
+    CHEAP_NS,
+    MIN_CHEAP_OPS,
+    cheap_ops,
+    unlearned_note,
+)
 
 INTER = np.array([7, 8])
 
