@@ -278,7 +278,7 @@ def core_use(
     if counted:
         sizes = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in counted.items())
         notes.append(f"pool sizes {FROM_TRACE} (those that ran something): {sizes}")
-    unlearned = unlearned_note(ops, pool_thread_keys(run, Pool.INTER_OP), lo, hi)
+    unlearned = unlearned_note(run, lo, hi)
     notes += [unlearned] if unlearned else []
     base = CoreUse(
         window,

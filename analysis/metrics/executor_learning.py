@@ -23,6 +23,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.metrics.busy import pool_thread_keys
+from tftrace.analysis.metrics.ops import op_events
+from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.model.run import Run
+
 # Ops shorter than this are under the executor's threshold on any CPU up to 4 GHz
 CHEAP_NS = 2_000
 # An unlearned executor shows most of its ops so (78-95 % in four such recordings); a
@@ -43,18 +48,22 @@ def cheap_ops(ops: pd.DataFrame, inter_threads: np.ndarray, lo: int, hi: int) ->
     return cheap, cheap / took.size
 
 
-def unlearned_note(ops: pd.DataFrame, inter_threads: np.ndarray, lo: int, hi: int) -> str | None:
-    """A note where the window's trace shows the executor before it learned its cheap ops."""
-    count, share = cheap_ops(ops, inter_threads, lo, hi)
+def unlearned_note(run: Run, lo: int, hi: int) -> str | None:
+    """A note where the trace of [lo, hi] shows the executor before it learned its cheap ops:
+    the one test both the headline and ``predict`` make."""
+    return note_for(*cheap_ops(op_events(run), pool_thread_keys(run, Pool.INTER_OP), lo, hi))
+
+
+def note_for(count: int, share: float) -> str | None:
+    """The note for ``count`` cheap ops, ``share`` of the inter-op threads' (None: too few)."""
     if count < MIN_CHEAP_OPS or share < UNLEARNED_SHARE:
         return None
     return (
-        f"{share:.0%} of the inter-op threads' ops took under 2 us: the profiler started before "
-        "TF's executor learned which ops are cheap (over about 90 calls of a function, and "
-        "never while the profiler runs), so each ran as an expensive op, many as a closure "
-        "of their own, where an unprofiled run later runs them inline (a MobileNetV2 server "
-        "on 2 cores ran intra-op 2, inter-op 1 at 0.58x of 2, 2 unprofiled, 0.66x profiled "
-        "from its first call, 0.59x from its 140th): the figures are less sure. Record from a "
-        "later step (tftrace record --steps 100: ..., counted on the main thread) or, for a "
+        f"{share:.0%} of the inter-op threads' ops took under {CHEAP_NS / 1000:g} us: the "
+        "profiler started before TF's executor learned which ops are cheap (over about 90 "
+        "calls of a function, and never while the profiler runs), so each ran as an "
+        "expensive op, many as a closure of their own, where an unprofiled run later runs "
+        "them inline (docs/recording.md): the figures are less sure. Record from a later "
+        "step (tftrace record --steps 100: ..., counted on the main thread) or, for a "
         "server, a later time (--delay SECONDS)"
     )

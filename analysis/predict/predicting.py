@@ -18,9 +18,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.metrics.executor_learning import unlearned_note
-from tftrace.analysis.metrics.ops import op_events
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.window import (
     STEADY,
@@ -30,7 +28,6 @@ from tftrace.analysis.metrics.window import (
     resolve_window,
 )
 from tftrace.analysis.metrics.work import SERVER, find_work
-from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
 from tftrace.analysis.predict.items import Items
@@ -165,7 +162,7 @@ def predict(
             )
     residual = replayed / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
     notes += [*subject.notes, *_notes(items, subject.works, residual, charged)]
-    unlearned = unlearned_note(op_events(run), pool_thread_keys(run, Pool.INTER_OP), *span)
+    unlearned = unlearned_note(run, *span)
     notes += [unlearned] if unlearned else []
     return Prediction(
         run.path,

@@ -10,7 +10,7 @@ from tftrace.analysis.metrics.executor_learning import (
     CHEAP_NS,
     MIN_CHEAP_OPS,
     cheap_ops,
-    unlearned_note,
+    note_for,
 )
 
 INTER = np.array([7, 8])
@@ -33,9 +33,9 @@ def test_the_cheap_ops_of_the_inter_op_threads_in_the_window_are_counted():
 def test_an_unlearned_executor_is_named_and_a_learned_one_is_not():
     n = MIN_CHEAP_OPS * 2
     unlearned = ops_of([CHEAP_NS // 2] * n + [50_000] * n)  # half the ops cheap
-    note = unlearned_note(unlearned, INTER, 0, 10**12)
+    note = note_for(*cheap_ops(unlearned, INTER, 0, 10**12))
     assert note is not None and "50%" in note and "--steps 100:" in note
     learned = ops_of([CHEAP_NS // 2] * 10 + [50_000] * n)  # a few cheap: still timed so
-    assert unlearned_note(learned, INTER, 0, 10**12) is None
+    assert note_for(*cheap_ops(learned, INTER, 0, 10**12)) is None
     few = ops_of([CHEAP_NS // 2] * (MIN_CHEAP_OPS - 1))  # too few to tell
-    assert unlearned_note(few, INTER, 0, 10**12) is None
+    assert note_for(*cheap_ops(few, INTER, 0, 10**12)) is None
