@@ -40,6 +40,7 @@ from tftrace.analysis.metrics.cpu_time import thread_cpu
 from tftrace.analysis.metrics.intervals import union
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
+from tftrace.analysis.predict.wakeup import Wakeup, wakeup
 
 # The cores left to the replayed threads are at least this share of them, however much
 # others held: a recording on a machine others filled still ran.
@@ -67,6 +68,7 @@ class Background:
     beside_python: float = 0.0
     with_python: float = 0.0  # the part of ``threads`` that goes with the Python (an average)
     spin_budget_ns: float = 0.0  # how long an Eigen worker out of work spins (0: unknown)
+    wakeup: Wakeup | None = None  # what a hand-off to the pool costs, awake or asleep
 
     @property
     def recorded(self) -> float:
@@ -102,13 +104,22 @@ def background(
     with_python = min(beside * python_ns / 1e9 / seconds, threads)
     eigen = pool == Pool.INTRA_OP.value
     spun = float(cpu.loc[eigen, "outside_busy_ns"].clip(lower=0).sum())
-    budget = spin_budget(_gaps(run, cpu.loc[eigen, "thread"].to_numpy(), lo, hi), spun)
+    workers = cpu.loc[eigen, "thread"].to_numpy()
+    budget = spin_budget(_gaps(run, workers, lo, hi), spun)
     processes = 0.0
     held = contention_of(run, (lo, hi))
     if held is not None:
         outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
         processes = max(outside, 0.0) / seconds
-    return Background(threads, processes, spun / 1e9 / seconds, beside, with_python, budget)
+    return Background(
+        threads,
+        processes,
+        spun / 1e9 / seconds,
+        beside,
+        with_python,
+        budget,
+        wakeup(run, workers, lo, hi, budget),
+    )
 
 
 def spin_budget(gaps: np.ndarray, spun: float) -> float:

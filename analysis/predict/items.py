@@ -6,10 +6,11 @@ only waited in, and the inter-op closures.
   pool and a parallel part: the parallel part is the work of its shards (the Eigen regions
   whose Record it wrote, followed down the split: ``ops.closure_owners``) plus the caller's
   own work while they ran (TF's caller runs shards too); the hand-off is the pool's wake-up
-  cost: the delay from its first shard's Record to that shard's start, at most the median of
-  those delays over the span (a longer one waited for busy workers, which the replay
-  reproduces itself); the serial part is the rest of the op, less that delay. Work is
-  recorded time undone of the cores' sharing (``recorded_rate``).
+  cost, which the replay charges by the pool's state where the recording measures both
+  (``wakeup.py``), else the delay from its first shard's Record to that shard's start, at
+  most the median of those delays over the span (a longer one waited for busy workers, which
+  the replay reproduces itself); the serial part is the rest of the op, less that delay.
+  Work is recorded time undone of the cores' sharing (``recorded_rate``).
 - A ``tf.py_function`` op is Python: kept as recorded.
 - A wait op (a tf.function call, an iterator's get-next: ``WAIT_OP_PREFIXES``) holds its
   thread while other threads work; the replay joins the closures it scheduled.
@@ -120,7 +121,7 @@ def thread_items(
     rates = {**on_cpu, **cpu_rates(run, spans, unbusy=0.0)}
     loads = [(s, e, _loads(rates.get(m), s, e)) for m, (s, e) in spans.items()]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
-    items = _with_op_work(items, shards, rate, share, on_cpu)
+    items = _with_op_work(items, shards, rate, share, on_cpu, held.wakeup is None)
     handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
     together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
     split_together = float(together.time_at_level(3)[2]) / max(hi - lo, 1)
@@ -358,12 +359,11 @@ def _shards(run: Run, items: pd.DataFrame) -> Shards:
 
 def _with_op_work(
     items: pd.DataFrame,
-    shards: list[
-        tuple[int, list[tuple[np.ndarray, np.ndarray]], int, float, np.ndarray, np.ndarray]
-    ],
+    shards: Shards,
     rate: Rate,
     share: float,
     on_cpu: dict[int, CpuRate],
+    recorded_delays: bool = True,  # False: the replay charges the pool's state (wakeup.py)
 ) -> pd.DataFrame:
     """``items`` with each op's serial, hand-off and parallel parts and its shard count.
 
@@ -398,7 +398,7 @@ def _with_op_work(
     for i, spans, k, delay, us, ue in shards:
         covered = float(rate.work(us, ue).sum())
         shard_work = sum(float(rate.work(s, e).sum()) for s, e in spans)
-        handoff[i] = delay
+        handoff[i] = delay if recorded_delays else 0.0
         parallel[i] = shard_work + share * covered
         serial[i] = max(serial[i] - covered - delay, 0.0)
         count[i] = k

@@ -82,6 +82,7 @@ from tftrace.analysis.predict.step_work import (
     OpWork,
     StepWork,
 )
+from tftrace.analysis.predict.wakeup import Wakeup
 
 EPS = 1e-6  # ns: what is left of a phase when it is done
 CROWD = 1e-9  # threads wanting a core beyond the cores, at least, for the cores to be crowded
@@ -170,9 +171,10 @@ class _Replay:
         background: float,
         beside_python: float = 0.0,
         spin_ns: float = 0.0,
+        wake: Wakeup | None = None,
     ):
         self.units = step.units
-        self.spin_ns = spin_ns
+        self.spin_ns, self.wake = spin_ns, wake
         self.pool_used = -spin_ns  # when an op was last in its parallel part
         self.caller = caller
         self.beside = beside_python
@@ -337,6 +339,8 @@ class _Replay:
         while True:
             while s.phases:
                 s.kind, s.left, s.cap, s.why, s.load, s.slow = s.phases.popleft()
+                if s.why == HANDOFF and self.wake is not None:
+                    s.left += self._handoff()
                 if s.left > EPS:
                     return
             if s.seg == len(segments):
@@ -366,6 +370,13 @@ class _Replay:
             elif seg.kind == WAITS:
                 s.phases.append((WAITS, seg.ns, 1.0, seg.why, seg.load, 1.0))
 
+    def _handoff(self) -> float:
+        """What handing shards to the pool costs now (``wakeup.py``): awake while an op is in
+        its parallel part or the pool spins, else asleep."""
+        assert self.wake is not None
+        awake = self.t <= self.pool_used + self.spin_ns + EPS
+        return self.wake.awake_ns if awake else self.wake.asleep_ns
+
     def _finish(self, s: _State) -> None:
         self.done[s.unit] = True
         self.undone -= 1
@@ -393,13 +404,15 @@ def replay(
     background: float = 0.0,
     beside_python: float = 0.0,
     spin_ns: float = 0.0,
+    wake: Wakeup | None = None,
 ) -> Replayed:
     """The span of ``step`` replayed on ``inter`` inter-op threads, ``intra`` Eigen workers and
     ``cores`` cores (``recorded_intra``: the pool its shards were recorded on; ``caller``: the
     share of a core an op's own thread takes, and works with, while its shards run;
     ``background``: cores held by what the replay does not run; ``beside_python``: cores a
     BLAS pool works beside each thread running Python; ``spin_ns``: how long the Eigen workers
-    spin once out of work, ``background.py``)."""
+    spin once out of work, ``background.py``; ``wake``: what a hand-off to the pool costs,
+    awake or asleep, ``wakeup.py``; None: each op's recorded one)."""
     return _Replay(
-        step, intra, inter, cores, recorded_intra, caller, background, beside_python, spin_ns
+        step, intra, inter, cores, recorded_intra, caller, background, beside_python, spin_ns, wake
     ).run()

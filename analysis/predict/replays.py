@@ -64,6 +64,7 @@ class Replays:
                     held,
                     self.held.beside_python,
                     self.held.spin_budget_ns,
+                    self.held.wakeup,
                 )
                 for w in self.works
             ]

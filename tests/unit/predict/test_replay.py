@@ -22,6 +22,7 @@ from tftrace.analysis.predict.step_work import (
     StepWork,
     Unit,
 )
+from tftrace.analysis.predict.wakeup import Wakeup
 
 MS = 1e6
 
@@ -92,6 +93,24 @@ def test_the_eigen_workers_spin_between_ops_and_crowd_the_cores():
     assert replay(step, 2, 1, 3, 2, spin_ns=2 * MS).span_ns == replay(step, 2, 1, 3, 2).span_ns
     # at intra-op 1 there is no pool to spin: 12 + 4 + 12
     assert replay(step, 1, 1, 2, 2, spin_ns=2 * MS).span_ns == pytest.approx(28 * MS)
+
+
+def test_a_hand_off_costs_what_waking_the_pool_does_in_the_state_it_is_in():
+    # two ops of 3 ms over the caller and 2 workers (1 ms each on 8 cores), ``gap`` ms of
+    # work between them; the workers spin 2 ms once out of work
+    op = OpWork(serial=0, handoff=0, parallel=3 * MS, shards=2)
+    wake = Wakeup(awake_ns=0.1 * MS, asleep_ns=0.5 * MS)
+
+    def span(gap: float, wake: Wakeup | None = wake, intra: int = 2) -> float:
+        main = Unit(0, True, (Segment(OP, op=op), Segment(CPU, gap * MS), Segment(OP, op=op)))
+        return replay(StepWork(1, 0, (main,)), intra, 1, 8, 2, spin_ns=2 * MS, wake=wake).span_ns
+
+    # the second op's hand-off finds the pool spinning: 0.1 + 1 + 1 + 0.1 + 1
+    assert span(1) == pytest.approx(3.2 * MS)
+    # asleep after 3 ms: 0.1 + 1 + 3 + 0.5 + 1
+    assert span(3) == pytest.approx(5.6 * MS)
+    assert span(3, wake=None) == pytest.approx(5 * MS)  # each op's recorded hand-off (0)
+    assert span(3, intra=1) == pytest.approx(9 * MS)  # inline: no pool to hand to
 
 
 def test_an_op_splits_no_finer_than_its_shards_allow():
