@@ -90,6 +90,12 @@ WORKLOADS = ROOT / "tests" / "workloads"
 # product are left out of the timing: eager scripts without steps are timed whole.
 MATMUL = str(ROOT / "examples" / "matmul_scaling.py")
 BIG = ["--size", "1500", "--count", "10"]
+# Steps of the loops whose ops the executor never learns as cheap (one tf.py_function, big
+# products): 20 steps of a 6 ms py_function timed 120 ms a run, and its settings' medians
+# over 9 runs fell 0.80-1.14x apart on a workload no setting changes. Long enough to time a
+# second or so; the loops of small ops keep theirs, whose runs would cross the ~90 calls
+# after which TF's executor runs cheap ops inline (docs/recording.md).
+LONG_STEPS = 100
 RECORD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # the pool sizes are added per workload
 
 GAIN = 1.10  # a setting "gains" when the recorded one's median over its median is >= this
@@ -165,11 +171,11 @@ def corpus(cpus: int) -> list[Workload]:
           "tf.data map without parallel calls"),
         w("data-map-parallel", "data_map_parallel.py", ["autotune"], c, c,
           "tf.data map, num_parallel_calls=AUTOTUNE"),
-        w("py-function", "py_function_loop.py", [], c, c,
+        w("py-function", "py_function_loop.py", ["--steps", str(LONG_STEPS)], c, c,
           "tf.function whose work is a tf.py_function"),
-        w("branches-intra1", "branches.py", [], 1, 1,
+        w("branches-intra1", "branches.py", ["--steps", str(LONG_STEPS // 4)], 1, 1,
           "two independent matmul chains, one thread per pool"),
-        w("branches", "branches.py", [], c, c,
+        w("branches", "branches.py", ["--steps", str(LONG_STEPS // 4)], c, c,
           "two independent matmul chains"),
         w("big-matmul-intra1", MATMUL, BIG, 1, c,
           "eager 1500x1500 products, one per step, run inline (intra 1)"),

@@ -3,7 +3,13 @@
 Whatever the thread settings, the time is Python under the GIL.
 """
 
+import argparse
+
 import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=20)
+args = parser.parse_args()
 
 
 def python_work(x: tf.Tensor) -> tf.Tensor:
@@ -20,6 +26,6 @@ def step(x: tf.Tensor) -> tf.Tensor:
 
 x = tf.constant(1.0)
 step(x)  # trace once
-for _ in range(20):
+for _ in range(args.steps):
     x = step(x)
 print("done", float(x))
