@@ -18,10 +18,12 @@ A fluid model, event by event:
   inter-op thread back and is queued again, on the thread that ran the last of them, when
   that one ends (TF's function calls are asynchronous).
 - An op runs its serial part on its thread; then, at ``intra`` > 1 and where it had
-  shards, the hand-off (wall time) and its parallel part over the Eigen workers it gets and
-  its own thread, which works at the ``caller`` share of a core the recording showed: the
-  ops in their parallel part share the pool (``intra`` / their count each), each up to
-  ``shards x intra / recorded intra`` workers (the pool splits finer as it grows, no finer).
+  shards, the hand-off (wall time: what waking the pool costs in the state the replay finds
+  it in, ``wakeup.py``, where the recording measures it) and its parallel part over the
+  Eigen workers it gets and its own thread, which works at the ``caller`` share of a core
+  the recording showed: the ops in their parallel part share the pool (``intra`` / their
+  count each), each up to ``shards x intra / recorded intra`` workers (the pool splits finer
+  as it grows, no finer).
   At ``intra`` = 1 the op runs inline on its thread: its shards' work alone (what its
   thread did around them was the split's: ``items.py``).
 - Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
@@ -340,7 +342,7 @@ class _Replay:
             while s.phases:
                 s.kind, s.left, s.cap, s.why, s.load, s.slow = s.phases.popleft()
                 if s.why == HANDOFF and self.wake is not None:
-                    s.left += self._handoff()
+                    s.left += self._handoff(self.wake)
                 if s.left > EPS:
                     return
             if s.seg == len(segments):
@@ -370,12 +372,11 @@ class _Replay:
             elif seg.kind == WAITS:
                 s.phases.append((WAITS, seg.ns, 1.0, seg.why, seg.load, 1.0))
 
-    def _handoff(self) -> float:
+    def _handoff(self, wake: Wakeup) -> float:
         """What handing shards to the pool costs now (``wakeup.py``): awake while an op is in
         its parallel part or the pool spins, else asleep."""
-        assert self.wake is not None
         awake = self.t <= self.pool_used + self.spin_ns + EPS
-        return self.wake.awake_ns if awake else self.wake.asleep_ns
+        return wake.awake_ns if awake else wake.asleep_ns
 
     def _finish(self, s: _State) -> None:
         self.done[s.unit] = True
