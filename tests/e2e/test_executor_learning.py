@@ -66,7 +66,11 @@ def test_the_executor_learns_its_cheap_ops_only_unprofiled(tmp_path: Path):
     assert products >= 30, products  # 16 products and 16 sums a call, every one traced
     closures, products = closures_and_products_per_call(later)
     assert closures <= 4, closures
-    assert products <= 1, products  # learned cheap: below the profiler's level
+    # learned cheap: below the profiler's level (32 a call first). A few may stay: a product
+    # whose last timing before the window a preemption inflated stays expensive throughout,
+    # the executor timing nothing while the profiler runs (1.13 a call in one run of 2 cores
+    # under a full test suite)
+    assert products <= 4, products
     unlearned = [n for n in predict(load(early)).notes if "TF's executor learned" in n]
     assert len(unlearned) == 1 and "--steps 100:" in unlearned[0]
     assert not [n for n in predict(load(later)).notes if "TF's executor learned" in n]
