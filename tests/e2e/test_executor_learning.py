@@ -5,10 +5,11 @@ and not while the profiler runs (``analysis/metrics/executor_learning.py``).
 from its first call, the executor never learns: each product a finished op readies runs as a
 closure of its own on the inter-op pool, and each is traced (about 17 closures a call here).
 Profiled from call 200, it has learned: they run inline on the thread that readied them, a
-closure or two a call, and they are below the profiler's default level (none traced). About
-90 calls teach it; the 200 leave room for an op the machine preempted while it was timed
-(one timing of 10 ms sets its estimate back by about 50 calls): once in some 20 runs, from
-call 120, a product was still traced or dispatched.
+closure or two a call, and they are below the profiler's default level (almost none traced:
+a product whose last timing before the window a preemption inflated stays expensive through
+it). About 90 calls teach it; the 200 leave room for an op the machine preempted while it was
+timed (one timing of 10 ms sets its estimate back by about 50 calls): once in some 20 runs,
+from call 120, a product was still traced or dispatched.
 ``tftrace predict`` and the core-use headline say which of the two a trace shows.
 """
 
