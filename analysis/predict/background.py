@@ -54,8 +54,9 @@ def left_to(cores: float, background: float) -> float:
     return max(cores - background, LEAST_LEFT * cores)
 
 
-# The replay runs these threads itself; the profiler's are there only while recording.
-REPLAYED = (Pool.INTER_OP.value, Pool.INTRA_OP.value, Pool.PYTHON_MAIN.value, Pool.PROFILER.value)
+# The replay runs these threads itself, and the pool whose closures it replays (``background``'s
+# ``closures``); the profiler's are there only while recording.
+REPLAYED = (Pool.INTRA_OP.value, Pool.PYTHON_MAIN.value, Pool.PROFILER.value)
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,23 @@ class Background:
 
 
 def background(
-    run: Run, lo: int, hi: int, replayed: tuple[int, ...], python_ns: float = 0.0
+    run: Run,
+    lo: int,
+    hi: int,
+    replayed: tuple[int, ...],
+    python_ns: float = 0.0,
+    closures: Pool = Pool.INTER_OP,
 ) -> Background:
     """The ``Background`` over [lo, hi]; ``replayed``: the Python threads the replay runs
     (the main thread, a server's request threads); ``python_ns``: their time running Python
-    over the span, summed over them. Nothing without the OS sampler."""
+    over the span, summed over them; ``closures``: the pool whose closures it runs (the
+    inter-op pool; tf.data's for an input pipeline's). Nothing without the OS sampler."""
     if hi <= lo or run.samples.empty:
         return Background()
     seconds = (hi - lo) / 1e9
     cpu = thread_cpu(run, (lo, hi))
     pool = cpu["pool"].astype(str)
-    others = ~pool.isin(REPLAYED) & ~cpu["thread"].isin(replayed)
+    others = ~pool.isin([*REPLAYED, closures.value]) & ~cpu["thread"].isin(replayed)
     used = cpu["cpu_ns"].clip(lower=0)
     blas = others & (pool == Pool.BLAS_OPENMP.value)
     beside = 0.0

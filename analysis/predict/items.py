@@ -90,14 +90,15 @@ def thread_items(
     main: int | tuple[int, ...],
     cores: float,
     callers_over: tuple[int, int] | None = None,
+    pool: Pool = Pool.INTER_OP,
 ) -> Items:
-    """The items of every thread but the Eigen workers over [lo, hi], and the closures;
-    ``main``: the thread that steps (a server's request threads: each of them);
-    ``callers_over``: a wider span to measure the ops' own threads' share of a core while
-    their shards ran (``caller_share``) over, where [lo, hi] is a short stretch of it."""
+    """The items of every thread but the Eigen workers over [lo, hi], and the closures of
+    ``pool`` (tf.data's: ``pipeline.py``); ``main``: the thread that steps (a server's request
+    threads: each); ``callers_over``: a wider span to measure the ops' own threads' share of
+    a core while their shards ran (``caller_share``) over, where [lo, hi] is a stretch of it."""
     mains = (main,) if isinstance(main, int) else tuple(main)
     items = _op_items(run, lo, hi)
-    closures = _closures(run, lo, hi)
+    closures = _closures(run, lo, hi, pool)
     shards = _shards(run, items)
     covered = [(int(items["thread"].iat[i]), us, ue) for i, _, _, _, us, ue in shards]
     wide = _op_items(run, *callers_over) if callers_over is not None else None
@@ -117,7 +118,7 @@ def thread_items(
     on_cpu = cpu_rates(run, busy)
     # a main (or request) thread's Python: its CPU over its time outside its calls
     spans = {m: _python_spans(items, m, lo, hi) for m in mains}
-    held = background(run, lo, hi, mains, _python_ns(items, spans, lo, hi))
+    held = background(run, lo, hi, mains, _python_ns(items, spans, lo, hi), pool)
     rates = {**on_cpu, **cpu_rates(run, spans, unbusy=0.0)}
     loads = [(s, e, _loads(rates.get(m), s, e)) for m, (s, e) in spans.items()]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
@@ -216,9 +217,9 @@ def caller_share(run: Run, covered: list[tuple[int, np.ndarray, np.ndarray]]) ->
     return float(min(max(cpu_ns / wall_ns, 0.0), 1.0))
 
 
-def _closures(run: Run, lo: int, hi: int) -> pd.DataFrame:
+def _closures(run: Run, lo: int, hi: int, pool: Pool) -> pd.DataFrame:
     regions = run.regions
-    inter = np.isin(regions["thread"].to_numpy(), pool_thread_keys(run, Pool.INTER_OP))
+    inter = np.isin(regions["thread"].to_numpy(), pool_thread_keys(run, pool))
     start, end = regions["start_ns"].to_numpy(), regions["end_ns"].to_numpy()
     rows = np.flatnonzero(inter & (start >= lo) & (start < hi))
     thread = regions["thread"].to_numpy()[rows]

@@ -31,6 +31,7 @@ from tftrace.analysis.metrics.work import SERVER, find_work
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.model.trace_facts import with_trace_facts
 from tftrace.analysis.predict.items import Items
+from tftrace.analysis.predict.pipeline import InputPace, input_wait, pipeline_note
 from tftrace.analysis.predict.replays import Replays
 from tftrace.analysis.predict.result import (
     CALIBRATED,
@@ -124,8 +125,20 @@ def predict(
     inters = _values(inter, "inter", cores, notes, rec_inter)
     notes += _beyond_cores(intras, cores, rec_intra)
     items = subject.items
+    pipe = subject.pipeline
+    pace = (
+        InputPace(pipe, cores, rec_intra, subject.replayed_ns, input_wait(subject.works))
+        if pipe is not None and pipe.bound
+        else None
+    )
     replays = Replays(
-        subject.works, cores, rec_intra, items.caller_share, subject.thread_of, items.background
+        subject.works,
+        cores,
+        rec_intra,
+        items.caller_share,
+        subject.thread_of,
+        items.background,
+        pace,
     )
     replayed = replays.span(rec_intra, rec_inter)
     charged = replays.charge_crowding(rec_intra, rec_inter, subject.replayed_ns)
@@ -162,6 +175,7 @@ def predict(
             )
     residual = replayed / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
     notes += [*subject.notes, *_notes(items, subject.works, residual, charged)]
+    notes += [pipeline_note(pipe)] if pipe is not None else []
     unlearned = unlearned_note(run, *span)
     notes += [unlearned] if unlearned else []
     return Prediction(

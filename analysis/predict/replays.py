@@ -3,7 +3,7 @@ made once and kept, with a server's span taken over whole request cycles."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tftrace.analysis.predict.background import Background
@@ -41,8 +41,11 @@ class Replays:
         caller: float,
         thread_of: dict[int, int] | None = None,
         held: Background | None = None,
+        pace: Callable[[int, int], float] | None = None,
     ):
         self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
+        # an input pipeline's: what (intra, more cores) adds to the steps' wait for input
+        self.pace = pace
         self.held = held or Background()
         self.thread_of = thread_of  # a server's requests: the thread that made each
         self.done: dict[tuple[int, int, int], _Setting] = {}
@@ -77,6 +80,7 @@ class Replays:
                 sum(r.host_ns for r in steps),
                 {k: ns for r in steps for k, ns in r.latencies().items()},
                 sum(r.crowded_ns for r in steps),
+                self.pace(intra, more_cores) if self.pace is not None else 0.0,
             )
         return self.done[key]
 
@@ -92,11 +96,11 @@ class Replays:
         self.per_crowded = unplaced / base.crowded_ns
         return unplaced / recorded_ns
 
-    def span(self, intra: int, inter: int) -> float:
-        return self._spanned(self._of(intra, inter))
+    def span(self, intra: int, inter: int, more_cores: int = 1) -> float:
+        return self._spanned(self._of(intra, inter, more_cores))
 
     def _spanned(self, setting: _Setting) -> float:
-        return setting.span_ns + self.per_crowded * setting.crowded_ns
+        return setting.span_ns + self.per_crowded * setting.crowded_ns + setting.input_ns
 
     def host(self, intra: int, inter: int) -> float:
         return self._of(intra, inter).host_ns
@@ -117,13 +121,15 @@ class Replays:
 @dataclass(frozen=True)
 class _Setting:
     """One setting's replay: its span (a server's over whole request cycles), wall time,
-    host time and crowded time (ns), and its requests' latencies."""
+    host time and crowded time (ns), its requests' latencies, and its input pipeline's
+    change to the wait for input."""
 
     span_ns: float
     wall_ns: float
     host_ns: float
     latency: dict[int, float]
     crowded_ns: float
+    input_ns: float = 0.0  # what the setting adds to the wait for input (``pipeline.py``)
 
 
 def _closed_loop_span(replayed: Replayed, thread_of: dict[int, int]) -> float | None:

@@ -119,6 +119,14 @@ def request_work(items: Items, requests: pd.DataFrame, origin: int) -> StepWork:
     return StepWork(0, end - origin, units)
 
 
+def closure_work(items: Items, origin: int) -> tuple[Unit, ...]:
+    """``items``' closures as units after an empty main unit (units[0], to be replaced: an
+    input pipeline's runner, ``pipeline.py``); a closure whose Record is not among them is
+    released at its recorded start, counted from ``origin``."""
+    by_thread = {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+    return _units(items, by_thread, items.closures, [(-1, origin, origin)], {}, origin)
+
+
 def _units(
     items: Items,
     by_thread: dict[int, _ThreadItems],

@@ -16,6 +16,7 @@ from tftrace.analysis.metrics.work import Work
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.items import Items, thread_items
+from tftrace.analysis.predict.pipeline import Pipeline, pipeline
 from tftrace.analysis.predict.replays import closed_loop_span
 from tftrace.analysis.predict.result import Served
 from tftrace.analysis.predict.serving import percentiles_ms, replayed_stretch
@@ -42,6 +43,7 @@ class Subject:
     notes: tuple[str, ...] = ()
     thread_of: dict[int, int] | None = None  # a server's replayed requests: each one's thread
     stretch_ns: dict[int, float] | None = None  # ... and each one's recorded latency
+    pipeline: Pipeline | None = None  # a loop's input pipeline whose work is TF ops
 
     def served(
         self, base: dict[int, float], here: dict[int, float], speedup: float
@@ -96,6 +98,7 @@ def loop_subject(
         float(replayed["duration_ns"].sum()),
         float(table["duration_ns"].mean()) / 1e6,
         notes=tuple(notes),
+        pipeline=pipeline(run, _middle(table), main, cores),
     )
 
 
@@ -148,6 +151,12 @@ def _sample(table: pd.DataFrame) -> pd.DataFrame:
         return table
     rows = np.unique(np.linspace(0, len(table) - 1, MAX_STEPS).round().astype(int))
     return table.iloc[rows]
+
+
+def _middle(table: pd.DataFrame) -> pd.DataFrame:
+    """Up to ``MAX_STEPS`` consecutive steps from the window's middle."""
+    first = max(len(table) // 2 - MAX_STEPS // 2, 0)
+    return table.iloc[first : first + MAX_STEPS]
 
 
 def _main_thread(run: Run) -> int:
