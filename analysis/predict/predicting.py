@@ -48,12 +48,13 @@ from tftrace.tracer.sweep_setting import ladder
 # What binds a setting: the resource that, doubled, would make its steps the most faster
 # (at least ``BINDS``); else Python and the host where recorded waits fill at least
 # ``HOST_BOUND`` of the replayed time, else the chain of work itself.
-INTER_OP, EIGEN, CORES, CHAIN, HOST_TIME = (
+INTER_OP, EIGEN, CORES, CHAIN, HOST_TIME, INPUT_PIPELINE = (
     "inter-op threads",
     "Eigen workers",
     "cores",
     "dependency chain",
     "python / host",
+    "input pipeline",  # the steps wait for tf.data's producers at their pace (pipeline.py)
 )
 BINDS = 0.05
 HOST_BOUND = 0.5
@@ -166,7 +167,7 @@ def predict(
                     k,
                     served.mean_ms if served else subject.recorded_ms / speedup,
                     speedup,
-                    _reason(gains, host_share) if reasons else "",
+                    _reason(gains, host_share, pace is not None) if reasons else "",
                     gains,
                     host_share,
                     _basis(i, k, rec_intra, rec_inter, cores),
@@ -277,11 +278,13 @@ def _ops(works: tuple[StepWork, ...]) -> list[OpWork]:
     return [seg.op for w in works for u in w.units for seg in u.segments if seg.op is not None]
 
 
-def _reason(gains: dict[str, float], host_share: float) -> str:
+def _reason(gains: dict[str, float], host_share: float, paced: bool = False) -> str:
     best = max(gains, key=lambda r: gains[r])
     if gains[best] >= BINDS:
         return best
-    return HOST_TIME if host_share >= HOST_BOUND else CHAIN
+    if host_share >= HOST_BOUND:
+        return INPUT_PIPELINE if paced else HOST_TIME
+    return CHAIN
 
 
 def _cores(run: Run, given: bool) -> tuple[float, str]:

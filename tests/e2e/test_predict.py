@@ -44,7 +44,7 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.predict import predict
 from tftrace.analysis.predict.items import outermost
-from tftrace.analysis.predict.predicting import EIGEN, HOST_TIME, INTER_OP
+from tftrace.analysis.predict.predicting import EIGEN, HOST_TIME, INPUT_PIPELINE, INTER_OP
 
 pytestmark = pytest.mark.slow
 
@@ -123,6 +123,7 @@ def test_an_input_pipeline_one_element_at_a_time_is_predicted_slower_at_intra_1(
     measured = step_ms(two) / step_ms(one)
     inline = p.setting(1, 2)
     assert inline.speedup == pytest.approx(measured, rel=0.25), (inline, measured)
+    assert p.setting(2, 2).reason == INPUT_PIPELINE  # one element at a time binds
     if measured < 0.8:  # the products split over the pool
         assert inline.speedup < 0.8 and inline.reason == EIGEN
     assert any("1 element at a time" in note for note in p.notes), p.notes
