@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from tftrace.analysis.metrics.busy import pool_thread_keys
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.background import Background
@@ -43,6 +44,7 @@ from tftrace.analysis.predict.step_work import (
     StepWork,
     Unit,
     closure_work,
+    descendants,
 )
 
 # The share of the replayed steps' time the main thread waited for its input, at least, for
@@ -55,9 +57,9 @@ class Pipeline:
     """The producers over a stretch of steps: ``work`` (units[0] the runner that starts the
     elements, then their closures), the share of a core an op's own thread works at beside
     its shards (``caller``) and what else held the cores (``held``: ``items.Items``), the
-    tf.data ``threads`` that ran them,
-    the elements made at once (``in_flight``), how many elements, and the stretch's recorded
-    span and the main thread's wait for input in it (ns)."""
+    tf.data ``threads`` that ran them, the elements made at once (``in_flight``), how many
+    elements, and the stretch's recorded span and the main thread's wait for input in it
+    (ns)."""
 
     work: StepWork
     caller: float
@@ -78,6 +80,10 @@ def pipeline(run: Run, steps: pd.DataFrame, main: int, cores: float) -> Pipeline
     """The producers over ``steps`` (consecutive rows of a ``Steps`` table); None where no
     tf.data closure in them ran an op."""
     lo, hi = int(steps["start_ns"].min()), int(steps["end_ns"].max())
+    regions = run.regions
+    started = regions["start_ns"].between(lo, hi, inclusive="left")
+    if not (started & regions["thread"].isin(pool_thread_keys(run, Pool.TF_DATA))).any():
+        return None  # most loops: no tf.data closure, and no items to work out
     items = thread_items(run, lo, hi, main, cores, pool=Pool.TF_DATA)
     closures = items.closures
     ops = items.items[items.items["what"] == WORK]
@@ -85,7 +91,12 @@ def pipeline(run: Run, steps: pd.DataFrame, main: int, cores: float) -> Pipeline
         return None
     units = closure_work(items, lo)
     roots = sorted((u.release_ns, k) for k, u in enumerate(units) if k and u.release_ns is not None)
-    tree = [(k, _descendants(units, k)) for _, k in roots]
+    children = {
+        k: [c for seg in u.segments if seg.kind == SPAWN for c in seg.units]
+        for k, u in enumerate(units)
+    }
+    tree = [(k, descendants([k], children)) for _, k in roots]
+    # unit k is closure row k - 1 (units[0]: the main unit the runner replaces)
     starts, ends = closures["start_ns"].to_numpy(), closures["end_ns"].to_numpy()
     spans = [(starts[[d - 1 for d in ds]].min(), ends[[d - 1 for d in ds]].max()) for _, ds in tree]
     n = in_flight(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
@@ -107,16 +118,6 @@ def pipeline(run: Run, steps: pd.DataFrame, main: int, cores: float) -> Pipeline
         float(hi - lo),
         float(waited.sum()),
     )
-
-
-def _descendants(units: tuple[Unit, ...], root: int) -> tuple[int, ...]:
-    """``root`` and every closure it scheduled, down the tree."""
-    seen, todo = [], [root]
-    while todo:
-        k = todo.pop()
-        seen.append(k)
-        todo += [c for seg in units[k].segments if seg.kind == SPAWN for c in seg.units]
-    return tuple(sorted(seen))
 
 
 def in_flight(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -162,12 +163,8 @@ class InputPace:
     def __init__(
         self, pipe: Pipeline, cores: float, rec_intra: int, recorded_ns: float, input_ns: float
     ):
-        self.pipe, self.recorded_ns, self.input_ns, self.rec_intra = (
-            pipe,
-            recorded_ns,
-            input_ns,
-            rec_intra,
-        )
+        self.pipe, self.rec_intra = pipe, rec_intra
+        self.recorded_ns, self.input_ns = recorded_ns, input_ns
         self.replays = Replays((pipe.work,), cores, rec_intra, pipe.caller, None, pipe.held)
 
     def producers_ns(self, intra: int, more_cores: int = 1) -> float:

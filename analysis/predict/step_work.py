@@ -88,7 +88,7 @@ class StepWork:
 
 def step_works(items: Items, steps: pd.DataFrame, main: int) -> tuple[StepWork, ...]:
     """Every step of ``steps`` (rows of a ``Steps`` table) as units."""
-    by_thread = {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+    by_thread = _by_thread(items)
     closures = items.closures
     c_start = closures["start_ns"].to_numpy()
     out = []
@@ -103,7 +103,7 @@ def request_work(items: Items, requests: pd.DataFrame, origin: int) -> StepWork:
     """A server's requests (rows with ``thread``, ``start_ns``, ``end_ns``, ``request``) as
     one unit of work from ``origin``: a main unit per request thread, to its last request's
     end, with each request marked (``BEGIN`` and ``END``)."""
-    by_thread = {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+    by_thread = _by_thread(items)
     mains, marks = [], {}
     for thread, mine in requests.groupby("thread", sort=True):
         mains.append((int(thread), origin, int(mine["end_ns"].max())))
@@ -119,11 +119,15 @@ def request_work(items: Items, requests: pd.DataFrame, origin: int) -> StepWork:
     return StepWork(0, end - origin, units)
 
 
+def _by_thread(items: Items) -> dict[int, _ThreadItems]:
+    return {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+
+
 def closure_work(items: Items, origin: int) -> tuple[Unit, ...]:
     """``items``' closures as units after an empty main unit (units[0], to be replaced: an
     input pipeline's runner, ``pipeline.py``); a closure whose Record is not among them is
     released at its recorded start, counted from ``origin``."""
-    by_thread = {int(t): _ThreadItems.of(g) for t, g in items.items.groupby("thread", sort=False)}
+    by_thread = _by_thread(items)
     return _units(items, by_thread, items.closures, [(-1, origin, origin)], {}, origin)
 
 
@@ -241,7 +245,8 @@ def _reach(spans: list[tuple[int, int, int]], children: dict[int, list[int]]) ->
     return reach
 
 
-def _descendants(kids: list[int], children: dict[int, list[int]]) -> tuple[int, ...]:
+def descendants(kids: list[int], children: dict[int, list[int]]) -> tuple[int, ...]:
+    """``kids`` and every closure they scheduled, down the tree (``children``: by unit)."""
     seen, todo = [], list(kids)
     while todo:
         k = todo.pop()
@@ -319,7 +324,7 @@ def _segments(
             first = inside[0][0] if inside else start
             joined = [*spawned, *(c for _, c in late)]
             until = min(max(int(reach[joined].max()), first), end)
-            join = Segment(JOIN, units=_descendants(joined, children))
+            join = Segment(JOIN, units=descendants(joined, children))
             released = tuple((c, float(max(t - first, 0))) for t, c in late if c not in adopted)
             adopted.update(c for c, _ in released)
             marks.append(_Mark(first, until, join, spawned, released))
