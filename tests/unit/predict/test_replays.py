@@ -71,3 +71,21 @@ def test_a_recording_whose_cores_were_not_crowded_is_not_charged():
     # recorded at intra 1: nothing ran split, however long the recording took
     plain = replays()
     assert plain.charge_crowding(1, 2, 2 * plain.span(1, 2)) == 0.0
+
+
+def test_a_servers_requests_pay_a_stall_by_the_inter_op_threads_serving_them():
+    # four request threads: a stalled inter-op thread is one of min(inter, 4) serving them
+    server = Replays(
+        (split_beside_busy(),), cores=2, rec_intra=2, caller=1.0, thread_of={r: r for r in range(4)}
+    )
+    assert [server.stall_share(k) for k in (1, 2, 4, 8)] == [1.0, 0.5, 0.25, 0.25]
+    assert replays().stall_share(4) == 1.0  # a loop's step waits for the stalled op whole
+    recorded = 1.25 * server.span(2, 2)
+    base = replay(split_beside_busy(), 2, 2, 2, 2)
+    wider = replay(split_beside_busy(), 2, 4, 2, 2)
+    assert wider.crowded_ns > 0
+    server.charge_crowding(2, 2, recorded)
+    assert server.span(2, 2) == pytest.approx(recorded)
+    # charged at inter 2 with half of each stall, at inter 4 with a quarter
+    per = (recorded - base.span_ns) / (base.crowded_ns / 2)
+    assert server.span(2, 4) == pytest.approx(wider.span_ns + per * wider.crowded_ns / 4)
