@@ -49,7 +49,7 @@ class Replays:
         self.pace = pace
         self.held = held or Background()
         self.thread_of = thread_of  # a server's requests: the thread that made each
-        self.clients = len(set(thread_of.values())) if thread_of else 0
+        self.request_threads = len(set(thread_of.values())) if thread_of else 0
         self.done: dict[tuple[int, int, int], _Setting] = {}
         self.per_crowded = 0.0  # span charged per ns of crowded time (``charge_crowding``)
 
@@ -105,7 +105,7 @@ class Replays:
         other inter-op threads serve other requests meanwhile, so its requests lose the
         stalled thread's share of those serving them (``inter`` threads, at most one per
         request thread)."""
-        return 1.0 / min(inter, self.clients) if self.clients else 1.0
+        return 1.0 / min(inter, self.request_threads) if self.request_threads else 1.0
 
     def span(self, intra: int, inter: int, more_cores: int = 1) -> float:
         return self._spanned(self._of(intra, inter, more_cores))
