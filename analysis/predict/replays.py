@@ -32,7 +32,8 @@ class Replays:
     charged to every setting by its own crowded time (``Replayed.crowded_ns``): a setting
     that splits no op while the cores are crowded (intra-op 1; threads no more than the
     cores) pays none of it. A loop's step pays each stall whole; a server's requests pay
-    ``stall_share`` of it (the other inter-op threads serve other requests meanwhile)."""
+    ``stall_share`` of it (the other inter-op threads serve other requests meanwhile),
+    where its recording had more than one inter-op thread to show that."""
 
     def __init__(
         self,
@@ -50,6 +51,7 @@ class Replays:
         self.held = held or Background()
         self.thread_of = thread_of  # a server's requests: the thread that made each
         self.request_threads = len(set(thread_of.values())) if thread_of else 0
+        self.overlapped = False  # a stall is shared among the inter-op threads (``stall_share``)
         self.done: dict[tuple[int, int, int], _Setting] = {}
         self.per_crowded = 0.0  # span charged per ns of crowded time (``charge_crowding``)
 
@@ -83,7 +85,7 @@ class Replays:
                 {k: ns for r in steps for k, ns in r.latencies().items()},
                 sum(r.crowded_ns for r in steps),
                 self.pace(intra, more_cores) if self.pace is not None else 0.0,
-                self.stall_share(inter),
+                inter,
             )
         return self.done[key]
 
@@ -96,7 +98,8 @@ class Replays:
         unplaced = recorded_ns - base.span_ns
         if unplaced <= 0 or base.crowded_ns < MIN_CROWDED * base.wall_ns:
             return 0.0
-        self.per_crowded = unplaced / (base.crowded_ns * base.stall_share)
+        self.overlapped = self.request_threads > 1 and inter > 1
+        self.per_crowded = unplaced / (base.crowded_ns * self.stall_share(inter))
         return unplaced / recorded_ns
 
     def stall_share(self, inter: int) -> float:
@@ -104,14 +107,16 @@ class Replays:
         the replayed time pays: a loop's step waits for that op, all of it; a server's
         other inter-op threads serve other requests meanwhile, so its requests lose the
         stalled thread's share of those serving them (``inter`` threads, at most one per
-        request thread)."""
-        return 1.0 / min(inter, self.request_threads) if self.request_threads else 1.0
+        request thread). Only where the recording had two inter-op threads or more: on one,
+        every request waited for each stall (the profiler's cost per op falls on that thread
+        too), and what another thread would have overlapped is not in the trace."""
+        return 1.0 / min(inter, self.request_threads) if self.overlapped else 1.0
 
     def span(self, intra: int, inter: int, more_cores: int = 1) -> float:
         return self._spanned(self._of(intra, inter, more_cores))
 
     def _spanned(self, setting: _Setting) -> float:
-        charge = self.per_crowded * setting.crowded_ns * setting.stall_share
+        charge = self.per_crowded * setting.crowded_ns * self.stall_share(setting.inter)
         return setting.span_ns + charge + setting.input_ns
 
     def host(self, intra: int, inter: int) -> float:
@@ -142,7 +147,7 @@ class _Setting:
     latency: dict[int, float]
     crowded_ns: float
     input_ns: float = 0.0  # what the setting adds to the wait for input (``pipeline.py``)
-    stall_share: float = 1.0  # of the crowding's charge (``Replays.stall_share``)
+    inter: int = 1  # its inter-op threads (``Replays.stall_share``)
 
 
 def _closed_loop_span(replayed: Replayed, thread_of: dict[int, int]) -> float | None:

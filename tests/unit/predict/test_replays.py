@@ -73,19 +73,38 @@ def test_a_recording_whose_cores_were_not_crowded_is_not_charged():
     assert plain.charge_crowding(1, 2, 2 * plain.span(1, 2)) == 0.0
 
 
-def test_a_servers_requests_pay_a_stall_by_the_inter_op_threads_serving_them():
-    # four request threads: a stalled inter-op thread is one of min(inter, 4) serving them
-    server = Replays(
+def server_replays() -> Replays:
+    """The same step replayed as a server's, its requests made by four threads."""
+    return Replays(
         (split_beside_busy(),), cores=2, rec_intra=2, caller=1.0, thread_of={r: r for r in range(4)}
     )
-    assert [server.stall_share(k) for k in (1, 2, 4, 8)] == [1.0, 0.5, 0.25, 0.25]
-    assert replays().stall_share(4) == 1.0  # a loop's step waits for the stalled op whole
+
+
+def test_a_servers_requests_pay_a_stall_by_the_inter_op_threads_serving_them():
+    server = server_replays()
     recorded = 1.25 * server.span(2, 2)
     base = replay(split_beside_busy(), 2, 2, 2, 2)
     wider = replay(split_beside_busy(), 2, 4, 2, 2)
     assert wider.crowded_ns > 0
-    server.charge_crowding(2, 2, recorded)
+    assert server.charge_crowding(2, 2, recorded) > 0
+    # four request threads: a stalled inter-op thread is one of min(inter, 4) serving them
+    assert [server.stall_share(k) for k in (1, 2, 4, 8)] == [1.0, 0.5, 0.25, 0.25]
     assert server.span(2, 2) == pytest.approx(recorded)
     # charged at inter 2 with half of each stall, at inter 4 with a quarter
     per = (recorded - base.span_ns) / (base.crowded_ns / 2)
     assert server.span(2, 4) == pytest.approx(wider.span_ns + per * wider.crowded_ns / 4)
+    loop = replays()
+    loop.charge_crowding(2, 2, recorded)
+    assert loop.stall_share(4) == 1.0  # a loop's step waits for the stalled op whole
+
+
+def test_a_server_recorded_on_one_inter_op_thread_pays_each_stall_whole():
+    # on one inter-op thread every request waited for each stall: the trace shows no overlap
+    server = server_replays()
+    recorded = 1.25 * server.span(2, 1)
+    assert server.charge_crowding(2, 1, recorded) > 0
+    assert [server.stall_share(k) for k in (1, 2, 4)] == [1.0, 1.0, 1.0]
+    base = replay(split_beside_busy(), 2, 1, 2, 2)
+    wider = replay(split_beside_busy(), 2, 2, 2, 2)
+    per = (recorded - base.span_ns) / base.crowded_ns
+    assert server.span(2, 2) == pytest.approx(wider.span_ns + per * wider.crowded_ns)
