@@ -177,7 +177,7 @@ def predict(
     residual = replayed / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
     notes += [
         *subject.notes,
-        *_notes(items, subject.works, residual, charged, subject.server is not None),
+        *_notes(items, subject.works, residual, charged, replays.overlapped),
     ]
     notes += [pipeline_note(pipe)] if pipe is not None else []
     unlearned = unlearned_note(run, *span)
@@ -204,12 +204,12 @@ def predict(
 
 
 def _notes(
-    items: Items, works: tuple[StepWork, ...], residual: float, charged: float, server: bool
+    items: Items, works: tuple[StepWork, ...], residual: float, charged: float, overlapped: bool
 ) -> list[str]:
     """What makes the figures less sure, in words."""
     notes: list[str] = []
     if charged > 0:
-        among = ", shared among the inter-op threads serving its requests" if server else ""
+        among = ", shared among the inter-op threads serving its requests" if overlapped else ""
         notes.append(
             f"{charged:.0%} of the recorded time is not in its replay, and its ops (or a BLAS "
             "pool's products) ran split while its threads outnumbered the cores: that time is "
