@@ -85,7 +85,6 @@ class Replays:
                 {k: ns for r in steps for k, ns in r.latencies().items()},
                 sum(r.crowded_ns for r in steps),
                 self.pace(intra, more_cores) if self.pace is not None else 0.0,
-                inter,
             )
         return self.done[key]
 
@@ -113,10 +112,8 @@ class Replays:
         return 1.0 / min(inter, self.request_threads) if self.overlapped else 1.0
 
     def span(self, intra: int, inter: int, more_cores: int = 1) -> float:
-        return self._spanned(self._of(intra, inter, more_cores))
-
-    def _spanned(self, setting: _Setting) -> float:
-        charge = self.per_crowded * setting.crowded_ns * self.stall_share(setting.inter)
+        setting = self._of(intra, inter, more_cores)
+        charge = self.per_crowded * setting.crowded_ns * self.stall_share(inter)
         return setting.span_ns + charge + setting.input_ns
 
     def host(self, intra: int, inter: int) -> float:
@@ -126,12 +123,12 @@ class Replays:
         """The replayed requests' latencies (ns) by request, each stretched as the setting's
         span is by its charge; empty for a loop."""
         setting = self._of(intra, inter)
-        stretch = self._spanned(setting) / setting.span_ns if setting.span_ns > 0 else 1.0
+        stretch = self.span(intra, inter) / setting.span_ns if setting.span_ns > 0 else 1.0
         return {r: ns * stretch for r, ns in setting.latency.items()}
 
     def gain(self, intra: int, inter: int, doubled: tuple[int, int, int]) -> float:
         """How much faster the steps of (intra, inter) would be with one resource doubled."""
-        more = self._spanned(self._of(*doubled))
+        more = self.span(*doubled)
         return self.span(intra, inter) / more - 1 if more > 0 else 0.0
 
 
@@ -147,7 +144,6 @@ class _Setting:
     latency: dict[int, float]
     crowded_ns: float
     input_ns: float = 0.0  # what the setting adds to the wait for input (``pipeline.py``)
-    inter: int = 1  # its inter-op threads (``Replays.stall_share``)
 
 
 def _closed_loop_span(replayed: Replayed, thread_of: dict[int, int]) -> float | None:
