@@ -51,7 +51,15 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.run import Run, load
 from tftrace.analysis.predict import predict
 from tftrace.analysis.predict.items import outermost
-from tftrace.analysis.predict.predicting import EIGEN, HOST_TIME, INPUT_PIPELINE, INTER_OP
+from tftrace.analysis.predict.predicting import (
+    BINDS,
+    CORES,
+    EIGEN,
+    HOST_BOUND,
+    HOST_TIME,
+    INPUT_PIPELINE,
+    INTER_OP,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +139,13 @@ def test_an_input_pipeline_one_element_at_a_time_is_predicted_slower_at_intra_1(
     measured = step_ms(two) / step_ms(one)
     inline = p.setting(1, 2)
     assert inline.speedup == pytest.approx(measured, rel=0.25), (inline, measured)
-    assert p.setting(2, 2).reason == INPUT_PIPELINE  # one element at a time binds
+    # one element at a time binds: neither pool's size gains, the steps wait for their input
+    # (more cores may still, where the recording's threads outnumbered its cores: 8.6 % on
+    # one 2-core guest, under the 5 % of a reason on others)
+    recorded = p.setting(2, 2)
+    assert recorded.gains[INTER_OP] < BINDS and recorded.gains[EIGEN] < BINDS, recorded
+    assert recorded.host_share >= HOST_BOUND, recorded
+    assert recorded.reason == (CORES if recorded.gains[CORES] >= BINDS else INPUT_PIPELINE)
     if measured < 0.8:  # the products split over the pool
         assert inline.speedup < 0.8 and inline.reason == EIGEN
     assert any("1 element at a time" in note for note in p.notes), p.notes
