@@ -27,6 +27,9 @@ Figures, per workload and pooled over the corpus, with their targets:
     against itself     a prediction is (``split_half.py``), carried to all the runs: the
                        most a prediction free of error could reach (no target: the ceiling
                        the rank correlation's target is checked under)
+    ... its best       the fastest setting by one half of the rounds, against the fastest
+                       by the other half: within 5 % in how many workloads (the mean over
+                       the splits, both ways): the best-setting figure's own noise
 
 A server is compared by its time per request (one over its requests per second, as the
 sweep times it); its latency percentiles are not scored. A workload swept over an environment
@@ -70,7 +73,7 @@ import diagnosis as d
 import pandas as pd
 from pooled_rank import GRID, RECORDED
 from pooled_rank import pooled_spearman as pooled_spearman_of
-from split_half import reliability
+from split_half import best_agreement, reliability
 
 import tftrace
 from tftrace.analysis.render.formatting import markdown_text
@@ -293,6 +296,7 @@ def figures(scored: Sequence[Scored]) -> dict[str, Any]:
         "reached": (sum(reached), len(reached)),
         "told_apart": tuple(sum(pair) for pair in zip(*apart, strict=True)) if apart else (0, 0),
         "measurement": _measurement(predicted),
+        "best_between_halves": _best_between_halves(predicted),
     }
 
 
@@ -303,6 +307,13 @@ def _measurement(scored: Sequence[Scored]) -> dict[str, float] | None:
     return (
         {**asdict(found), "rounds_for_target": found.rounds_for(SPEARMAN_TARGET)} if found else None
     )
+
+
+def _best_between_halves(scored: Sequence[Scored]) -> dict[str, float] | None:
+    """The best-setting figure of the measurement against itself (``split_half``)."""
+    runs = {s.name: pd.DataFrame(s.runs) for s in scored if s.runs}
+    found = best_agreement(runs, BEST_WITHIN)
+    return asdict(found) if found else None
 
 
 def against(scored: Sequence[Scored], other: dict[str, d.Outcome]) -> dict[str, Any] | None:
@@ -395,6 +406,11 @@ def judgements(f: dict[str, Any]) -> list[tuple[str, bool | None]]:
         ),
         (f"predicted: {f['predicted']} of {f['workloads']} workloads", None),
         (_measurement_line(f.get("measurement")), None),
+        *(
+            [(_best_halves_line(f["best_between_halves"]), None)]
+            if f.get("best_between_halves")
+            else []
+        ),
         *([(_against_line(f["against"]), None)] if f.get("against") else []),
     ]
 
@@ -412,6 +428,14 @@ def _measurement_line(m: dict[str, float] | None) -> str:
             if m.get("rounds_for_target") and m["ceiling"] < SPEARMAN_TARGET
             else ""
         )
+    )
+
+
+def _best_halves_line(b: dict[str, float]) -> str:
+    return (
+        f"the measurement against itself, best setting: the fastest by half of the runs ran "
+        f"within {b['within']:.0%} of the fastest by the other half in {b['hits']:.1f} of "
+        f"{b['workloads']:.0f} workloads (mean over {b['splits']:.0f} splits, both ways)"
     )
 
 

@@ -90,6 +90,47 @@ def reliability(
     return Reliability(half, full, math.sqrt(max(full, 0.0)), len(rhos), points, len(rounds))
 
 
+@dataclass(frozen=True)
+class BestAgreement:
+    """How often the fastest setting by one half of a workload's runs ran within ``within``
+    of the fastest by the other half: ``hits`` workloads of ``workloads``, the mean over
+    every split, each taken both ways. A prediction that knew one half's medians exactly
+    scores this against the other: the best-setting figure's own noise (halves of 3-4 runs
+    a setting are noisier than all 7, so it is a floor of what all the runs allow)."""
+
+    hits: float
+    workloads: int
+    within: float
+    splits: int
+
+
+def best_agreement(runs: Mapping[str, pd.DataFrame], within: float) -> BestAgreement | None:
+    """``BestAgreement`` over ``runs`` (as ``reliability`` takes them); None with fewer than 4
+    rounds, or no workload of two settings."""
+    usable = {name: frame for name, frame in runs.items() if not frame.empty}
+    rounds = sorted({int(r) for frame in usable.values() for r in frame["round"]})
+    if len(rounds) < 4:
+        return None
+    splits = _halves(rounds)
+    hits, workloads = 0.0, 0
+    for frame in usable.values():
+        tries = agreed = 0
+        for chosen in splits:
+            medians = _medians(frame, chosen)
+            if len(medians) < 2:
+                continue
+            for mine, other in (("a", "b"), ("b", "a")):
+                pick = medians[mine].idxmin()
+                tries += 1
+                agreed += bool(medians.at[pick, other] <= (1 + within) * medians[other].min())
+        if tries:
+            workloads += 1
+            hits += agreed / tries
+    if not workloads:
+        return None
+    return BestAgreement(hits, workloads, within, len(splits))
+
+
 def _has(frame: pd.DataFrame, setting: tuple[int, int]) -> bool:
     return bool(((frame["intra"] == setting[0]) & (frame["inter"] == setting[1])).any())
 

@@ -76,3 +76,19 @@ def test_the_runs_a_setting_for_a_ceiling_follow_spearman_brown():
     assert found.rounds_for(0.5) == 4  # reached already: the runs there are
     assert found.rounds_for(1.0) is None  # no number of runs is free of noise
     assert sh.Reliability(0.0, 0.0, 0.0, 3, 9, 4).rounds_for(0.9) is None
+
+
+def test_the_best_setting_by_one_half_against_the_other():
+    # "w": (1, 2) is fastest in every round: both halves pick it, always within 5 %
+    clear = runs({(2, 2): [2, 2, 2, 2], (1, 2): [1, 1, 1, 1]})
+    # "v": (1, 2) and (4, 2) swap in rounds 2 and 3 by 20 %: of the three splits, {0,1}|{2,3}
+    # picks the other half's slow one both ways; {0,2} and {0,3} see a tie (1.1 s each),
+    # where the first fastest, within 5 %, counts: 2 of 3 splits agree
+    swapped = runs(
+        {(2, 2): [3, 3, 3, 3], (1, 2): [1.0, 1.0, 1.2, 1.2], (4, 2): [1.2, 1.2, 1.0, 1.0]}
+    )
+    found = sh.best_agreement({"w": clear, "v": swapped}, 0.05)
+    assert (found.workloads, found.splits, found.within) == (2, 3, 0.05)
+    assert found.hits == pytest.approx(1 + 2 / 3)
+    three_rounds = runs({(2, 2): [2, 2, 2], (1, 2): [1, 1, 1]})
+    assert sh.best_agreement({"w": three_rounds}, 0.05) is None
