@@ -105,6 +105,7 @@ class Analysis(Metrics):
             "step_concurrency": records(self.step_concurrency),
             "prediction": self.prediction.to_json() if self.prediction else None,
             "prediction_note": self.prediction_note,
+            "profiler_cost": self.profiler_cost.to_json() if self.profiler_cost else None,
         }
 
     def __repr__(self) -> str:

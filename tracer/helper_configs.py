@@ -176,7 +176,7 @@ class WorkloadConfig(HelperConfig):
             end,
             ready_fd,
             options.thread_identity,
-            options.step_timer,
+            options.times_steps,
             options.step_marker,
             options.keep_script_settings,
         )

@@ -77,7 +77,8 @@ class RecordOptions:
     # How long the workload may take to flush the profiler after an interrupt.
     stop_grace_s: float = 120.0
     thread_identity: bool = True
-    # Time tf.function calls and Trace blocks inside the workload (for sweeps).
+    # Time tf.function calls and Trace blocks inside the workload (for sweeps; a profiled
+    # window times them too: ``times_steps``).
     step_timer: bool = False
     step_marker: str | None = None  # the Trace(NAME) blocks the step timer also keeps
     # Apply the workload's own tf.config.threading setter calls (a sweep records them only).
@@ -89,3 +90,11 @@ class RecordOptions:
     cpu_affinity: tuple[int, ...] | None = None
     # Stream the workload's output to our terminal (it is kept in the run either way).
     echo: bool = True
+
+    @property
+    def times_steps(self) -> bool:
+        """Whether the workload times its steps (``workload/steps.json``): asked for, or the
+        profiler over a window, so that the steps outside it measure the profiler's own cost
+        (``analysis/metrics/profiler_cost.py``). Two clock reads a step, ~6 us inside TF."""
+        windowed = self.steps is not None or self.delay_s > 0 or self.duration_s is not None
+        return self.step_timer or (self.tf_profiler and windowed)

@@ -31,6 +31,7 @@ from tftrace.analysis.metrics.figures import (
     steps_with_concurrency,
 )
 from tftrace.analysis.metrics.ops import TOP_OP_TYPES, top_op_types
+from tftrace.analysis.metrics.profiler_cost import ProfilerCost, profiler_cost
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.request_figures import latency_distribution, requests_over_time
 from tftrace.analysis.metrics.requests import Requests, measure_requests
@@ -87,6 +88,9 @@ class Metrics:
     - ``contention``: who else held the usable CPUs over the window (other processes by
       name and pid, steal, the cgroup quota's throttling), from the OS sampler's machine
       readings; None without them.
+    - ``profiler_cost``: what the profiler added to a step (a request), the workload's own
+      timing of its steps inside the profiled window against those outside it; None where
+      every step was profiled (``metrics.profiler_cost``).
 
     The figures the report, TensorBoard and the tab draw, computed at first use (``tftrace
     analyze`` prints none of them; times in seconds since the window's start):
@@ -112,6 +116,7 @@ class Metrics:
     shape: str = "none"
     contention: Contention | None = None
     census: Census | None = None
+    profiler_cost: ProfilerCost | None = None
 
     @cached_property
     def step_stats(self) -> dict[str, Any]:
@@ -245,4 +250,5 @@ def measure(
         shape=work.shape,
         census=thread_census(run, span, cpus_given=cpus is not None),
         contention=held,
+        profiler_cost=profiler_cost(run),
     )

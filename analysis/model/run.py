@@ -18,6 +18,7 @@ from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.model.regions import pair_regions
 from tftrace.analysis.model.schema import EVENTS, PYTHON, REGIONS, SAMPLES, empty, validate
 from tftrace.analysis.model.threads import TraceLine, build_threads
+from tftrace.analysis.model.timed_steps import empty_timed_steps, read_timed_steps
 from tftrace.analysis.model.trace_events import (
     HOST_EVENT_COLUMNS,
     PROMOTED_STATS,
@@ -62,6 +63,8 @@ class Run:
     - ``machine``: the machine beside the workload, a few readings a second (a ``Machine``):
       each CPU's busy, idle and steal time, the other processes' CPU time, the cgroup's
       throttling; empty where the run has none.
+    - ``timed_steps``: the workload's own timing of its steps, profiled or not (a sweep's
+      runs, a run profiled over a window: ``model.timed_steps``); empty where it has none.
     - ``manifest``: what ran and how (a ``Manifest``: versions, CPUs, pool sizes and why;
       empty for a bare trace); ``missing``: what a partial run lacks, in words; ``notes``:
       remarks on how it was read.
@@ -84,6 +87,7 @@ class Run:
     missing: list[str] = field(default_factory=list)  # what a partial run lacks, in words
     notes: list[str] = field(default_factory=list)
     machine: Machine = field(default_factory=Machine.empty)
+    timed_steps: pd.DataFrame = field(default_factory=empty_timed_steps)
     # Intermediates the analyses share (``model.memo.per_run``); empty in each new Run.
     memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -212,6 +216,11 @@ def load(path: Path | str, session: str | None = None) -> Run:
     )
     python = _python_table(pyspy_events, manifest, thread_of_tid, origin)
     machine = _machine(root, manifest, origin, missing) if on_disk else Machine.empty()
+    timed = (
+        read_timed_steps(root, origin.monotonic_ns, missing)
+        if on_disk and origin.monotonic_ns is not None
+        else empty_timed_steps()
+    )
     return Run(
         root,
         located.xplane,
@@ -225,6 +234,7 @@ def load(path: Path | str, session: str | None = None) -> Run:
         missing,
         list(located.notes),
         machine,
+        timed,
     )
 
 

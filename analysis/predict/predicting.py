@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tftrace.analysis.metrics.executor_learning import unlearned_note
+from tftrace.analysis.metrics.profiler_cost import profiler_cost
 from tftrace.analysis.metrics.steps import find_steps
 from tftrace.analysis.metrics.window import (
     STEADY,
@@ -200,6 +201,7 @@ def predict(
         items.caller_measured,
         subject.server,
         charged,
+        profiler_cost(run),
     )
 
 

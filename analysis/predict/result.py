@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.metrics.profiler_cost import ProfilerCost
 from tftrace.analysis.presenting import as_html, as_text
 
 RECORDED = "recorded"  # the basis of the recorded setting: the prediction is the recording
@@ -102,6 +103,10 @@ class Prediction:
     as one stretch of its requests: ``steps`` counts the requests replayed, ``recorded_ms``
     is their mean latency, ``replayed_ms`` the stretch's replayed span.
 
+    The times are the profiled workload's. ``profiler_cost``, where the run timed steps
+    outside its profiled window, says what the profiler added at the recorded setting; it
+    is not the same at every setting (docs/predict.md), so it is said, not applied.
+
     Example::
 
         guess = tftrace.predict(tftrace.load("runs/train"), inter=(1, 2))
@@ -128,6 +133,9 @@ class Prediction:
     # the share of the recorded time charged to each setting by its crowded time
     # (``Replays.charge_crowding``); 0: every setting is scaled by the residual
     charged: float = 0.0
+    # what the profiler added to the recorded setting's steps, where the run timed steps
+    # outside its profiled window (``metrics.profiler_cost``); None: every step profiled
+    profiler_cost: ProfilerCost | None = None
 
     @property
     def unit(self) -> str:
@@ -184,6 +192,7 @@ class Prediction:
             "server": self.server.to_json() if self.server else None,
             "settings": [s.to_json() for s in self.settings],
             "notes": list(self.notes),
+            "profiler_cost": self.profiler_cost.to_json() if self.profiler_cost else None,
         }
 
     def to_html(self) -> str:

@@ -29,6 +29,7 @@ from tftrace.analysis.render.report_tables import (
 )
 from tftrace.analysis.render.table import Table, html_pairs, html_table
 from tftrace.analysis.render.window_text import (
+    profiler_cost_line,
     step_summary_lines,
     steps_line,
     warmup_line,
@@ -145,6 +146,9 @@ def run_section(analysis: Analysis) -> str:
     warmup = warmup_line(analysis)
     if warmup:
         pairs.append(("warm-up", warmup.removeprefix("warm-up: ")))
+    cost = profiler_cost_line(analysis)
+    if cost:
+        pairs.append(("profiler's cost", cost.removeprefix("profiler's cost: ")))
     pairs += [("note", note) for note in run.notes]
     return html_pairs(pairs)
 

@@ -10,6 +10,7 @@ from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.html import page
 from tftrace.analysis.render.table import Table, html_table, print_table
+from tftrace.analysis.render.window_text import profiler_cost_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,6 +34,11 @@ def headline(p: Prediction) -> list[str]:
         lines.append(
             f"recorded: {s.requests_per_s:.1f} requests/s, latency mean {s.mean_ms:.2f} ms, "
             f"p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms"
+        )
+    if p.profiler_cost is not None:
+        lines.append(
+            f"{profiler_cost_text(p.profiler_cost)}: the figures below are the profiled "
+            "workload's, and the profiler's cost differs by setting"
         )
     return lines
 

@@ -60,7 +60,7 @@ from tftrace.analysis.render import census_text, requests_text
 from tftrace.analysis.render.core_use_text import headline
 from tftrace.analysis.render.formatting import POOL_HEADERS, fmt, markdown_table, pool_rows
 from tftrace.analysis.render.formatting import markdown_text as md
-from tftrace.analysis.render.window_text import warmup_line, window_line
+from tftrace.analysis.render.window_text import profiler_cost_line, warmup_line, window_line
 from tftrace.tracer.safe_files import atomic_output, safe_dir
 
 SUBDIR = "tftrace"
@@ -252,10 +252,11 @@ def finding_events(findings: Sequence[Finding], clock: _Clock) -> list[Any]:
 def about_events(analysis: Analysis, clock: _Clock, resolution_ns: int) -> list[Any]:
     """``about``: what was analysed and how to read the axes (a line that may name something of
     the run's, a path or a function, through ``markdown_text``: shown, never markup)."""
-    warmup = warmup_line(analysis)
+    warmup, cost = warmup_line(analysis), profiler_cost_line(analysis)
     said = [
         window_line(analysis),
         *([warmup] if warmup else []),
+        *([cost] if cost else []),
         *requests_text.summary_lines(analysis),
         *headline(analysis),
     ]

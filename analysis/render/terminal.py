@@ -29,6 +29,7 @@ from tftrace.analysis.render.report_tables import (
 )
 from tftrace.analysis.render.table import print_table
 from tftrace.analysis.render.window_text import (
+    profiler_cost_line,
     step_summary_lines,
     steps_line,
     warmup_line,
@@ -72,9 +73,9 @@ def render(analysis: Analysis, out: Console | None = None) -> None:
     """Print the analysis (findings first, then every table) on ``out`` (default: stdout)."""
     console = out or make_console()
     say(console, f"{analysis.run.path}  {window_line(analysis)}")
-    warmup = warmup_line(analysis)
-    if warmup:
-        say(console, warmup)
+    for line in (warmup_line(analysis), profiler_cost_line(analysis)):
+        if line:
+            say(console, line)
     _render_requests(console, analysis)
     _render_core_use(console, analysis)
     _render_findings(console, analysis.findings)

@@ -35,6 +35,7 @@ IDENTITY = "thread_identity.json"
 THREADS = "os_threads/threads.json"
 PYSPY = "pyspy/trace.json"
 SAMPLES = "os_threads/samples-00000.npz"
+STEPS = "workload/steps.json"  # the step timer's: not in the sample run, planted
 JSON_FILES = ("manifest.json", IDENTITY, THREADS, PYSPY, "workload/report.json")
 # Control characters and markup, as a process or thread may name itself.
 EVIL = (
@@ -225,6 +226,12 @@ def devices(run: Path) -> None:
     link(run / THREADS, "/dev/urandom")
 
 
+def wrong_step_rows(run: Path) -> None:
+    good = ["tf.function", EVIL, None, 1, 10, 20, 0, 5]
+    rows = [good, [1] * 8, ["a", "b", None, -1, 2**70, 0, 0, 0], "row", None, [EVIL] * 9]
+    write(run, STEPS, {"main_thread": 1, "rows": rows})
+
+
 # name -> how to plant it in a copy of the sample run
 NAMED: dict[str, Callable[[Path], None]] = {
     "manifest-fifo": lambda r: fifo(r / "manifest.json"),
@@ -253,6 +260,9 @@ NAMED: dict[str, Callable[[Path], None]] = {
     "npz-not-a-zip": lambda r: (r / SAMPLES).write_bytes(b"PK\x03\x04" + b"\xff" * 5000),
     "npz-unknown-threads": unknown_tids,
     "hostile-names": hostile_names,
+    "steps-fifo": lambda r: os.mkfifo(r / STEPS),
+    "steps-dev-zero": lambda r: (r / STEPS).symlink_to("/dev/zero"),
+    "steps-wrong-rows": wrong_step_rows,
 }
 
 

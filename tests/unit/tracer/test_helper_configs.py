@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,14 @@ def test_the_workload_config_carries_the_record_options(tmp_path: Path):
     assert config.target() == {"kind": "script", "value": "train.py", "args": ["--steps", "5"]}
     assert (config.first_step, config.end_step, config.ready_fd) == (3, None, 9)
     assert (config.step_marker, config.delay_s, config.duration_s) == ("train", 0.0, None)
+    # a profiled window times the steps, so those outside it measure the profiler's cost
+    assert config.step_timer
+    whole = RecordOptions(Target("script", "train.py"))
+    assert not WorkloadConfig.of(tmp_path, whole, 9).step_timer
+    timed = [replace(whole, delay_s=2.0), replace(whole, duration_s=1.0)]
+    assert all(WorkloadConfig.of(tmp_path, o, 9).step_timer for o in timed)
+    unprofiled = replace(whole, steps=(3, None), tf_profiler=False)
+    assert not WorkloadConfig.of(tmp_path, unprofiled, 9).step_timer
     data = config.to_json()
     assert "a list of str" in _refused(WorkloadConfig, {**data, "target_args": ["-x", 1]})
     assert "a list of str" in _refused(WorkloadConfig, {**data, "target_args": "-x"})

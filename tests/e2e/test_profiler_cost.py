@@ -1,0 +1,64 @@
+"""The profiler's cost, measured in the run: ``record --steps A:B`` times every step, and the
+analysis compares those inside the window with those after it. The known answer is the
+workload's own clock over the same steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tftrace
+from conftest import WORKLOADS, quiet_env
+from conftest import tftrace as cli
+
+SMALL_OPS = WORKLOADS / "small_ops_steps.py"  # 300 small ops a step, timed by itself
+STEPS, WINDOW = 40, (5, 15)
+
+
+def _own_steps(run: Path) -> list[tuple[int, int]]:
+    out = (run / "workload" / "stdout.log").read_text()
+    line = next(ln for ln in out.splitlines() if ln.startswith("OWN_STEPS="))
+    return [tuple(pair) for pair in json.loads(line.removeprefix("OWN_STEPS="))]
+
+
+def _steady_s(steps: list[tuple[int, int]]) -> float:
+    """A step's steady time as a sweep takes it: the first step's end to the last's."""
+    return (steps[-1][1] - steps[0][1]) / 1e9 / (len(steps) - 1)
+
+
+@pytest.mark.slow
+def test_a_profiled_window_measures_what_the_profiler_added(tmp_path: Path):
+    result = tftrace.record(
+        SMALL_OPS,
+        [str(STEPS)],
+        output=tmp_path / "run",
+        steps=WINDOW,
+        pyspy=False,
+        echo=False,
+        env=quiet_env(),
+    )
+    assert result.exit_code == 0
+    analysis = tftrace.analyze(tftrace.load(result.run.path))
+    cost = analysis.profiler_cost
+    assert cost is not None and not cost.server
+    own = _own_steps(result.run.path)
+    first, end = WINDOW
+    # the same steps, by the workload's own clock: every one after the window, and the
+    # window's but its last, which the workload's clock ends after the profiler's flush
+    assert (cost.profiled_steps, cost.unprofiled_steps) == (end - first - 1, STEPS - end - 1)
+    assert cost.unprofiled_side == "after"
+    assert cost.profiled_s == pytest.approx(_steady_s(own[first : end - 1]), rel=0.05)
+    assert cost.unprofiled_s == pytest.approx(_steady_s(own[end:]), rel=0.02)
+    # a traced op costs about a microsecond (docs/costs.md), these ops a few: the profiled
+    # steps are slower by far more than the noise between steps
+    assert cost.added > 0.1, cost
+    assert analysis.to_json()["profiler_cost"]["added"] == pytest.approx(cost.added)
+    shown = cli("analyze", result.run.path)
+    assert shown.returncode == 0, shown.stderr
+    line = next(ln for ln in shown.stdout.splitlines() if ln.startswith("profiler's cost:"))
+    assert f"{cost.added:+.0%} a step" in line and "steps after the window" in line
+    predicted = cli("predict", result.run.path, "--inter", "1,2", "--intra", "1,2")
+    assert predicted.returncode == 0, predicted.stderr
+    assert f"profiler's cost: {cost.added:+.0%} a step" in predicted.stdout
