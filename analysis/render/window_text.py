@@ -3,11 +3,10 @@ report and TensorBoard's about text (which escape or not as their medium needs).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from tftrace.analysis.analyze import Analysis
-    from tftrace.analysis.metrics.profiler_cost import ProfilerCost
 
 
 def window_line(analysis: Analysis) -> str:
@@ -35,6 +34,28 @@ def warmup_line(analysis: Analysis) -> str | None:
     )
 
 
+class ProfilerCostFigures(Protocol):
+    """What ``profiler_cost_text`` shows of ``Analysis.profiler_cost`` (outputs read the
+    Analysis, not the metrics)."""
+
+    @property
+    def profiled_s(self) -> float: ...
+    @property
+    def unprofiled_s(self) -> float: ...
+    @property
+    def profiled_steps(self) -> int: ...
+    @property
+    def unprofiled_steps(self) -> int: ...
+    @property
+    def unprofiled_side(self) -> str: ...
+    @property
+    def server(self) -> bool: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def added(self) -> float: ...
+
+
 def profiler_cost_line(analysis: Analysis) -> str | None:
     """``profiler_cost_text`` of the analysis; None where every step was profiled."""
     cost = analysis.profiler_cost
@@ -43,7 +64,7 @@ def profiler_cost_line(analysis: Analysis) -> str | None:
     return f"{profiler_cost_text(cost)}: the trace's times are the profiled workload's"
 
 
-def profiler_cost_text(cost: ProfilerCost) -> str:
+def profiler_cost_text(cost: ProfilerCostFigures) -> str:
     """``profiler's cost: +27 % a step: a step took 40.10 ms profiled (10 steps), 31.52 ms
     unprofiled (15 steps after the window; the workload's own timing)`` (a server: its
     requests/s)."""
