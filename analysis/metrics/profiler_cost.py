@@ -2,8 +2,9 @@
 window against its steps outside it, both timed by the workload itself (``model.timed_steps``).
 
 Every figure of a trace is of the profiled workload. The profiler costs each traced event
-about a microsecond on the thread that writes it, so it slows a step of many small ops by
-tens of percent and a step of a few large ones by nothing (docs/costs.md). A run profiled
+0.4-3.6 us on the thread that writes it (docs/predict.md, "The profiler's cost"), so it
+slows a step of many small ops by tens of percent and a step of a few large ones by
+nothing. A run profiled
 over a window (``record --steps A:B``, ``--delay``/``--duration``) also ran steps the
 profiler did not see, and the workload timed them all the same way; the two steady figures
 are the profiler's cost to this workload at its recorded setting.
