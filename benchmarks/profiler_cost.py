@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tftrace
-from tftrace.analysis.sweep.timing import from_steps, steps_frame
+from tftrace.analysis.model.timed_steps import read_timed_steps
+from tftrace.analysis.sweep.timing import from_steps
 from tftrace.tracer.options import Target
 from tftrace.tracer.recorder import record
-from tftrace.tracer.rundir import STEPS, read_json_or_none
 from tftrace.tracer.sweep import timing_options
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def unprofiled_run(case: Case, out: Path) -> float:
     result = record(timing_options(target, out, dict(ENV)))
     if result.exit_code != 0:
         sys.exit(f"{case.name}: the run without the profiler exited with {result.exit_code}")
-    rows = steps_frame(read_json_or_none(out / STEPS))
+    rows = read_timed_steps(out, 0, [])
     main = rows.attrs.get("main_thread")
     mine = rows[rows["thread"] == main].sort_values("start_ns").iloc[case.window[1] :]
     mine.attrs["main_thread"] = main

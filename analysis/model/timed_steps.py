@@ -4,8 +4,10 @@ steps the profiler did not see (``metrics/profiler_cost.py``).
 
 One row per outermost ``tf.function`` (or ``ConcreteFunction``) call and ``Trace`` step block,
 on every thread: ``kind``, ``name``, ``step_num`` (a ``Trace(step_num=)`` block's, else None),
-``thread`` (its Python ident), ``start_ns`` and ``end_ns`` on the run's axis, ``cpu1_ns`` (the
-process's CPU clock at its end). A row of another shape is left out and said in ``missing``.
+``thread`` (its Python ident), ``start_ns`` and ``end_ns`` on the run's axis, ``cpu0_ns`` and
+``cpu1_ns`` (the process's CPU clock at its start and end). A row of another shape is left out
+and said in ``missing``. A sweep's timed runs are read by the same checks
+(``timed_steps_frame``): a run directory that travels and a sweep's own child are one format.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from tftrace.analysis.model.run_files import read_run_json
 from tftrace.tracer import rundir
 from tftrace.tracer.safe_read import Between, shape_error
 
-COLUMNS = ("kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu1_ns")
+COLUMNS = ("kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns")
 _INT64 = Between(-(2**63), 2**63 - 1)
 _NS = Between(0, 2**63 - 1)
-# kind, name, step_num, thread, start_ns, end_ns, cpu0_ns, cpu1_ns (the step timer's order)
+# in the order of COLUMNS, the step timer's
 _ROW_SHAPE = (str, str, (_INT64, None), _NS, _NS, _NS, _NS, _NS)
 STEPS_FILE = {"main_thread?": (_NS, None), "rows": [object]}
 
@@ -44,9 +46,18 @@ def read_timed_steps(root: Path, origin_monotonic_ns: int, missing: list[str]) -
     """The run's timed steps on its axis; empty where the workload timed none (a run profiled
     throughout, an older run) or the file is damaged (said in ``missing``)."""
     data = read_run_json(root / rundir.STEPS, STEPS_FILE, "step timer", missing)
-    if data is None:
+    return timed_steps_frame(data, origin_monotonic_ns, missing)
+
+
+def timed_steps_frame(
+    data: dict[str, Any] | None, origin_monotonic_ns: int, missing: list[str]
+) -> pd.DataFrame:
+    """The step timer's rows (``steps.json`` as read: ``rows``, ``main_thread``) as a frame on
+    the axis whose zero is ``origin_monotonic_ns``; its rows of another shape left out and
+    said in ``missing``."""
+    rows = (data or {}).get("rows")
+    if not isinstance(rows, list):
         return empty_timed_steps()
-    rows = data["rows"]
     bad = {i for i, row in enumerate(rows) if _row_problem(row)}
     if bad:
         first = f"steps.json: rows[{min(bad)}]: not [kind, name, step, thread, 4 clock readings]"
@@ -54,9 +65,9 @@ def read_timed_steps(root: Path, origin_monotonic_ns: int, missing: list[str]) -
         rows = [row for i, row in enumerate(rows) if i not in bad]
     if not rows:
         return empty_timed_steps()
-    frame = pd.DataFrame(rows, columns=[*COLUMNS[:6], "cpu0_ns", "cpu1_ns"]).drop(columns="cpu0_ns")
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for column in ("start_ns", "end_ns"):
         frame[column] = frame[column].astype("int64") - int(origin_monotonic_ns)
     frame = frame[frame["end_ns"] >= frame["start_ns"]].reset_index(drop=True)
-    frame.attrs["main_thread"] = data.get("main_thread")
+    frame.attrs["main_thread"] = (data or {}).get("main_thread")
     return frame

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tftrace.analysis.model.timed_steps import read_timed_steps
 from tftrace.analysis.sweep.timing import (
     LATENCY_COLUMNS,
     Latency,
@@ -19,7 +20,6 @@ from tftrace.analysis.sweep.timing import (
     Timing,
     TimingError,
     measure,
-    steps_frame,
 )
 from tftrace.tracer import rundir
 from tftrace.tracer.manifest_reader import Manifest
@@ -35,7 +35,10 @@ def usable_cpus(manifest: Manifest) -> int:
 
 
 def _timing(facts: TimedRun, how: Measure, marker: str | None, warmup: int) -> Timing:
-    steps = steps_frame(rundir.read_json_or_none(facts.path / rundir.STEPS))
+    missing: list[str] = []  # a damaged steps.json times nothing rather than part of the run
+    steps = read_timed_steps(facts.path, 0, missing)
+    if missing:
+        raise TimingError(f"{facts.path}: {missing[0]}")
     report = rundir.read_json_or_none(facts.path / rundir.WORKLOAD_REPORT) or {}
     return measure(steps, report, how, marker, (facts.wall_s, facts.cpu_s), warmup)
 

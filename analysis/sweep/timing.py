@@ -134,15 +134,6 @@ class Timing:
         return (self.latency.p50_ms if objective is Objective.P50 else self.latency.p99_ms) / 1e3
 
 
-def steps_frame(data: dict[str, Any] | None) -> pd.DataFrame:
-    """The step timer's rows as a DataFrame (empty when it recorded nothing)."""
-    columns = ["kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns"]
-    rows = (data or {}).get("rows") or []
-    df = pd.DataFrame(rows, columns=(data or {}).get("columns") or columns)
-    df.attrs["main_thread"] = (data or {}).get("main_thread")
-    return df
-
-
 def _steady(rows: pd.DataFrame, basis: str, warmup: int) -> Timing | None:
     """From the end of the last warm-up step to the end of the last step."""
     rows = rows.sort_values("end_ns")

@@ -19,7 +19,7 @@ MAIN = 7
 
 def _steps(starts_ms: list[float], length_ms: float, thread: int = MAIN) -> list[list[object]]:
     return [
-        ["tf.function", "train_step", None, thread, int(t * MS), int((t + length_ms) * MS), 0]
+        ["tf.function", "train_step", None, thread, int(t * MS), int((t + length_ms) * MS), 0, 0]
         for t in starts_ms
     ]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from tftrace.analysis.model.timed_steps import timed_steps_frame
 from tftrace.analysis.sweep.stats import MIN_GAIN, beyond_cpus, summarize, verdict
-from tftrace.analysis.sweep.timing import Measure, TimingError, measure, steps_frame
+from tftrace.analysis.sweep.timing import Measure, TimingError, measure
 from tftrace.tracer.sweep import Setting, SweepError, grid, ladder, parse_values, schedule
 
 MS = 1_000_000
@@ -45,8 +46,7 @@ def test_settings_env_and_grid():
 
 
 def _steps(rows, main=1):
-    columns = ["kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns"]
-    return steps_frame({"columns": columns, "rows": rows, "main_thread": main})
+    return timed_steps_frame({"rows": rows, "main_thread": main}, 0, [])
 
 
 REPORT = {

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from tftrace.analysis.findings.finding import AdvisedSetting, Expect, Finding, Severity, Status
+from tftrace.analysis.model.timed_steps import timed_steps_frame
 from tftrace.analysis.sweep.result import build
 from tftrace.analysis.sweep.runs import time_copies, time_run
 from tftrace.analysis.sweep.stats import summarize, verdict
@@ -21,7 +22,6 @@ from tftrace.analysis.sweep.timing import (
     TimingError,
     is_server,
     measure,
-    steps_frame,
 )
 from tftrace.analysis.sweep.verify import figures, judge, mark
 from tftrace.tracer.manifest_reader import Manifest
@@ -46,7 +46,7 @@ REPORT = {
 
 
 def _frame(rows: list[list], main: int = 1) -> pd.DataFrame:
-    return steps_frame({"columns": COLUMNS, "rows": rows, "main_thread": main})
+    return timed_steps_frame({"rows": rows, "main_thread": main}, 0, [])
 
 
 def call(thread: int, start: float, end: float, name: str = "serve") -> list:
@@ -322,6 +322,16 @@ def test_a_loop_compared_by_throughput_shows_what_it_always_did(tmp_path: Path):
         [time_run(run, Measure.AUTO, None, 1, Objective.P99)], 2, (1, None), ["l"], "p99"
     )
     assert by_p99.shows_latency and to_json(by_p99)["settings"][0]["steps_per_s"] == 10.0
+
+
+def test_a_timed_run_with_damaged_step_rows_times_nothing_rather_than_part(tmp_path: Path):
+    """The sweep reads its runs' steps.json by the run directory's checks: a row of another
+    shape is not dropped in silence, which would time the run on the steps left."""
+    loop = [call(1, 0, 900)] + [call(1, 900 + 100 * i, 1000 + 100 * i) for i in range(3)]
+    loop[2] = loop[2][:5]  # a row cut short
+    run = _timed(tmp_path / "l", Setting(1, None), loop, [0, 1])
+    with pytest.raises(TimingError, match=r"1 of 4 records left out .*rows\[2\]"):
+        time_run(run, Measure.AUTO, None)
 
 
 def test_fewer_copies_win_a_tie():
