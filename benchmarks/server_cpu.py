@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import tftrace
+from tftrace.analysis.metrics.cpu_time import counter_growth
 from tftrace.analysis.model.run import Run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,21 +35,14 @@ KINDS = (("request threads", "python-other"), ("inter-op", "inter-op"), ("intra-
 
 
 def _grown(run: Run, pool: str, column: str, lo: int, hi: int) -> float:
-    """A cumulative counter's growth over [lo, hi], summed over the pool's threads (linear
-    between the sampler's readings; from 0 for a thread born in the window, to its last
-    reading for one that ended in it)."""
+    """A cumulative counter's growth over [lo, hi], summed over the pool's threads
+    (``cpu_time.counter_growth``)."""
     threads = set(run.threads.loc[run.threads["pool"].astype(str) == pool, "thread"])
-    total = 0.0
-    for thread, group in run.samples.groupby("thread"):
-        if thread not in threads or len(group) < 2:
-            continue
-        t = group["t_ns"].to_numpy(np.float64)
-        v = group[column].to_numpy(np.float64)
-        if t[0] > hi:
-            continue
-        start = np.interp(lo, t, v) if t[0] <= lo else 0.0
-        total += float(np.interp(hi, t, v) - start)
-    return total
+    return sum(
+        counter_growth(group["t_ns"].to_numpy(), group[column].to_numpy(np.float64), lo, hi)
+        for thread, group in run.samples.groupby("thread")
+        if thread in threads
+    )
 
 
 def measure(script: Path, args: list[str], intra: int, inter: int, out: Path) -> list[str]:
@@ -68,6 +62,8 @@ def measure(script: Path, args: list[str], intra: int, inter: int, out: Path) ->
     lo, hi = analysis.window
     ends = analysis.requests.table["end_ns"]
     n = int(((ends > lo) & (ends <= hi)).sum())
+    if n == 0:
+        sys.exit(f"{intra}/{inter}: no request ended in the steady window; see {out}")
     row = [f"{intra}/{inter}", f"{n / ((hi - lo) / 1e9):.0f}"]
     cpu_total = 0.0
     for _, pool in KINDS:

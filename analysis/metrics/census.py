@@ -145,7 +145,7 @@ def _edges(lo: int, hi: int, resolution_ns: int) -> np.ndarray:
 
 def _counter_at(t: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """A cumulative counter at each edge, linear between samples; 0 before the thread's first
-    sample (a thread first seen in the window was born in it: ``cpu_time._delta``)."""
+    sample (a thread first seen in the window was born in it: ``cpu_time.counter_growth``)."""
     grown = np.interp(edges, t, value.astype(np.float64))
     return np.where(edges < t[0], 0.0, grown)
 

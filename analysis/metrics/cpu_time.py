@@ -16,7 +16,7 @@ from tftrace.analysis.metrics.intervals import StepFunction, concurrency
 from tftrace.analysis.model.run import Run
 
 
-def _delta(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
+def counter_growth(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
     """Growth of a cumulative counter over [lo, hi], linear between samples.
 
     A thread first seen after ``lo`` was born in the window: its counters started at 0; one
@@ -82,8 +82,8 @@ def thread_cpu(run: Run, window: tuple[int, int] | None = None) -> pd.DataFrame:
     rows = []
     for (thread, tid), group in samples.groupby(["thread", "tid"], sort=True):
         t = group["t_ns"].to_numpy()
-        cpu = _delta(t, group["cpu_ns"].to_numpy(), lo, hi)
-        wait = _delta(t, group["wait_ns"].to_numpy(), lo, hi)
+        cpu = counter_growth(t, group["cpu_ns"].to_numpy(), lo, hi)
+        wait = counter_growth(t, group["wait_ns"].to_numpy(), lo, hi)
         s, e = busy.get(int(thread), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         busy_fn = concurrency([s], [e], lo, hi)
         traced = float(busy_fn.integral_at(np.array([hi]))[0])
