@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import tftrace
-from conftest import WORKLOADS, quiet_env
+from conftest import WORKLOADS, quiet_env, skip_unless_quiet
 from conftest import tftrace as cli
+from tftrace.analysis.metrics.measured import measure
 
 SMALL_OPS = WORKLOADS / "small_ops_steps.py"  # 300 small ops a step, timed by itself
 STEPS, WINDOW = 40, (5, 15)
@@ -40,7 +41,12 @@ def test_a_profiled_window_measures_what_the_profiler_added(tmp_path: Path):
         env=quiet_env(),
     )
     assert result.exit_code == 0
-    analysis = tftrace.analyze(tftrace.load(result.run.path))
+    run = tftrace.load(result.run.path)
+    # another program on the cores slows the steps unevenly: the profiled ones ran 5-7 %
+    # faster than the same steps by the workload's clock, and no slower than the unprofiled
+    # ones, beside one process spinning on the other core
+    skip_unless_quiet(measure(run), "the profiler's cost on small ops")
+    analysis = tftrace.analyze(run)
     cost = analysis.profiler_cost
     assert cost is not None and not cost.server
     own = _own_steps(result.run.path)
