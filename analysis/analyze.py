@@ -99,6 +99,7 @@ class Analysis(Metrics):
             },
             "shape": self.shape,
             "requests": self.requests.to_json() if self.requests else None,
+            "request_pace": pace.to_json() if (pace := self.request_pace) else None,
             "python_time": self.python_time.to_json() if self.python_time else None,
             "missing": self.run.missing,
             # figures computed for the outputs, after the keys scripts already read

@@ -34,6 +34,7 @@ from tftrace.analysis.metrics.ops import TOP_OP_TYPES, top_op_types
 from tftrace.analysis.metrics.profiler_cost import ProfilerCost, profiler_cost
 from tftrace.analysis.metrics.queue_delay import queue_delay_stats
 from tftrace.analysis.metrics.request_figures import latency_distribution, requests_over_time
+from tftrace.analysis.metrics.request_pace import RequestPace, request_pace
 from tftrace.analysis.metrics.requests import Requests, measure_requests
 from tftrace.analysis.metrics.steps import Steps, StepSummary, find_steps
 from tftrace.analysis.metrics.timeline import TIMELINE_RESOLUTION, thread_timeline
@@ -96,7 +97,7 @@ class Metrics:
     analyze`` prints none of them; times in seconds since the window's start):
     ``concurrency_over_time``, ``concurrency_histograms``, ``thread_timeline``,
     ``queue_delay_distribution``, ``breakdown_bars``, ``step_concurrency``, ``step_points``,
-    ``census_over_time``, ``requests_over_time``, ``latency_distribution`` and
+    ``census_over_time``, ``requests_over_time``, ``request_pace``, ``latency_distribution`` and
     ``trace_window`` (the whole trace's span, which an export covers); see each one.
     """
 
@@ -179,6 +180,14 @@ class Metrics:
     def requests_over_time(self) -> pd.DataFrame | None:
         """A server's requests in flight and completed per bin; None for a loop."""
         return requests_over_time(self.requests) if self.requests else None
+
+    @cached_property
+    def request_pace(self) -> RequestPace | None:
+        """A server's pace bin by bin: its slowest and fastest thirds' requests per second,
+        and the request threads' CPU and switches a request in each; None for a loop."""
+        if self.requests is None:
+            return None
+        return request_pace(self.run, self.requests.table, self.requests.window)
 
     @cached_property
     def latency_distribution(self) -> pd.DataFrame | None:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.metrics.busy import main_thread, pool_thread_keys
+from tftrace.analysis.metrics.request_pace import RequestPace, request_pace
 from tftrace.analysis.metrics.requests import requests_in
 from tftrace.analysis.metrics.steps import Steps
 from tftrace.analysis.metrics.work import Work
@@ -128,6 +129,8 @@ def server_subject(
         "recorded gap (a closed loop of clients: requests that arrive at their own pace "
         "would queue instead)"
     ]
+    pace = request_pace(run, requests, span)
+    notes += [_pace_note(pace)] if pace and pace.two_paces else []
     return Subject(
         (request_work(items, stretch, origin),),
         items,
@@ -143,6 +146,18 @@ def server_subject(
             int(r): float(ns)
             for r, ns in zip(stretch["request"], stretch["latency_ns"], strict=True)
         },
+    )
+
+
+def _pace_note(pace: RequestPace) -> str:
+    """A server that ran at two paces (``RequestPace.two_paces``): what the replay misses."""
+    return (
+        f"the requests ran at two paces ({pace.line().split(': two paces')[0]}): the replay "
+        "takes the recorded mix of the two as every setting's, and a setting that changes how "
+        "often the request threads hand the interpreter lock over changes it, which one "
+        "recording does not show: take the figures as less sure (on 2 cores, a server "
+        "recorded at intra-op 2, inter-op 2 ran 2, 1 at 1.38x, predicted 0.97x; "
+        "docs/predict.md)"
     )
 
 

@@ -26,16 +26,18 @@ LATENCY_FIGURES = ("p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms")
 
 def summary_lines(analysis: Analysis) -> list[str]:
     """``shape: server (tf.function serve): 402 requests in the 0.161 s window, 2498.1
-    requests/s`` and ``requests in flight: mean 3.74, peak 4``; none for a workload that is
-    no server."""
+    requests/s``, ``requests in flight: mean 3.74, peak 4`` and its pace (``request_pace``,
+    where the window holds enough of it); none for a workload that is no server."""
     requests = analysis.requests
     if requests is None:
         return []
+    pace = analysis.request_pace
     return [
         f"shape: {analysis.shape} ({requests.source}): {len(requests.table)} requests in the "
         f"{requests.seconds:.3f} s window, {requests.throughput:.1f} requests/s",
         f"requests in flight: mean {requests.mean_in_flight():.2f}, "
         f"peak {requests.peak_in_flight()}",
+        *([pace.line()] if pace else []),
     ]
 
 

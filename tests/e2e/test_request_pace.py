@@ -1,0 +1,59 @@
+"""A server's pace bin by bin, against a server whose pace alternates by construction.
+
+``workloads/serve_two_paces.py`` makes its requests at two paces, alternating every 0.3 s,
+and counts per pace its requests and its request threads' CPU and times put on a CPU (the
+kernel's counts, read by the workload itself): tftrace's slowest and fastest thirds of 50 ms
+bins must hold the slow and the fast pace's figures, and `analyze` and `predict` say so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tftrace
+from conftest import WORKLOADS, quiet_env
+from conftest import tftrace as run_tftrace
+
+pytestmark = pytest.mark.slow
+
+WORKLOAD = WORKLOADS / "serve_two_paces.py"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("pace") / "run"
+    own = out.with_suffix(".own.json")
+    proc = run_tftrace(
+        "record", "--no-pyspy", "-o", out, WORKLOAD, "--own", own,
+        env=quiet_env(TF_NUM_INTRAOP_THREADS="2", TF_NUM_INTEROP_THREADS="2"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return out, json.loads(own.read_text())
+
+
+def test_the_slowest_and_fastest_thirds_hold_the_two_paces(recorded: tuple[Path, dict]) -> None:
+    out, own = recorded
+    analysis = tftrace.analyze(tftrace.load(out))
+    pace = analysis.request_pace
+    assert pace is not None and pace.bins >= 50  # 3 s of 50 ms bins
+    for got, name in ((pace.slow, "slow"), (pace.fast, "fast")):
+        want = own[name]
+        n = want["requests"]
+        assert got.rate == pytest.approx(n / want["seconds"], rel=0.2), name
+        assert got.cpu_us == pytest.approx(want["cpu_s"] / n * 1e6, rel=0.2), name
+        assert got.switches == pytest.approx(want["switches"] / n, rel=0.25), name
+    assert pace.two_paces  # 1200 us of Python a request against 200: dearer and slower
+    assert analysis.to_json()["request_pace"]["slow"]["cpu_us"] == pace.slow.cpu_us
+
+
+def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
+    out, _ = recorded
+    shown = run_tftrace("analyze", out)
+    assert shown.returncode == 0, shown.stderr
+    assert "pace by 50 ms: the slowest third" in " ".join(shown.stdout.split())
+    predicted = run_tftrace("predict", out, "--intra", "1,2", "--inter", "1,2")
+    assert predicted.returncode == 0, predicted.stderr
+    assert "the requests ran at two paces" in " ".join(predicted.stdout.split())
