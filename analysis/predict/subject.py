@@ -130,7 +130,7 @@ def server_subject(
         "would queue instead)"
     ]
     pace = request_pace(run, requests, span)
-    notes += [_pace_note(pace)] if pace and pace.two_paces else []
+    notes += [_pace_note(pace, recorded.requests_per_s)] if pace and pace.two_paces else []
     return Subject(
         (request_work(items, stretch, origin),),
         items,
@@ -149,15 +149,18 @@ def server_subject(
     )
 
 
-def _pace_note(pace: RequestPace) -> str:
-    """A server that ran at two paces (``RequestPace.two_paces``): what the replay misses."""
+def _pace_note(pace: RequestPace, recorded_rate: float) -> str:
+    """A server that ran at two paces (``RequestPace.two_paces``): what the replay misses, and
+    the span of the two paces against the window's requests per second."""
+    slow, fast = pace.slow.rate / recorded_rate, pace.fast.rate / recorded_rate
     return (
         f"the requests ran at two paces ({pace.line().split(': two paces')[0]}): the replay "
         "takes the recorded mix of the two as every setting's, and a setting that changes how "
         "often the request threads hand the interpreter lock over changes it, which one "
-        "recording does not show: take the figures as less sure (on 2 cores, a server "
-        "recorded at intra-op 2, inter-op 2 ran 2, 1 at 1.38x, predicted 0.97x; "
-        "docs/predict.md)"
+        f"recording does not show: the paces alone span {slow:.2f}x to {fast:.2f}x of the "
+        "recorded requests per second; take the figures as less sure (on 2 cores, a server "
+        "recorded at intra-op 2, inter-op 2 ran 2, 1 at 1.38x, predicted 0.97x, its paces "
+        "0.76x to 1.31x; docs/predict.md)"
     )
 
 

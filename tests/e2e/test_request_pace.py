@@ -9,6 +9,7 @@ bins must hold the slow and the fast pace's figures, and `analyze` and `predict`
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -56,4 +57,8 @@ def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
     assert "pace by 50 ms: the slowest third" in " ".join(shown.stdout.split())
     predicted = run_tftrace("predict", out, "--intra", "1,2", "--inter", "1,2")
     assert predicted.returncode == 0, predicted.stderr
-    assert "the requests ran at two paces" in " ".join(predicted.stdout.split())
+    said = " ".join(predicted.stdout.split())
+    assert "the requests ran at two paces" in said
+    # the paces' span against the window's requests per second: slow below 1x, fast above
+    span = re.search(r"the paces alone span ([0-9.]+)x to ([0-9.]+)x", said)
+    assert span is not None and float(span[1]) < 1 < float(span[2])
