@@ -38,8 +38,23 @@ def headline(analysis: Analysis) -> list[str]:
             f"thread settings could make this window at most {use.max_speedup:.1f}x faster "
             f"({use.fixed_share:.0%} of it is Python or input waits, which no setting shortens)"
         )
+        lines += pace_lines(analysis)
     lines += predicted_lines(analysis)
     return lines
+
+
+def pace_lines(analysis: Analysis) -> list[str]:
+    """Under the bound, for a server that ran at two paces (``RequestPace.two_paces``): the
+    bound takes the recorded CPU a request as every setting's, which moves with the pace."""
+    pace, requests = analysis.request_pace, analysis.requests
+    if pace is None or not pace.two_paces or requests is None or requests.throughput <= 0:
+        return []
+    return [
+        f"but its requests ran at two paces (above), the fast one at "
+        f"{pace.fast.rate / requests.throughput:.2f}x the window's requests/s with less CPU a "
+        "request: the bound takes the recorded CPU a request as every setting's, and a "
+        "setting that keeps the requests at the fast pace can pass it (docs/predict.md)"
+    ]
 
 
 def predicted_lines(analysis: Analysis) -> list[str]:

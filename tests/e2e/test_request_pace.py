@@ -54,7 +54,9 @@ def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
     out, _ = recorded
     shown = run_tftrace("analyze", out)
     assert shown.returncode == 0, shown.stderr
-    assert "pace by 50 ms: the slowest third" in " ".join(shown.stdout.split())
+    words = " ".join(shown.stdout.split())
+    assert "pace by 50 ms: the slowest third" in words
+    assert "but its requests ran at two paces (above), the fast one at" in words
     predicted = run_tftrace("predict", out, "--intra", "1,2", "--inter", "1,2")
     assert predicted.returncode == 0, predicted.stderr
     said = " ".join(predicted.stdout.split())

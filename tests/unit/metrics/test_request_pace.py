@@ -96,3 +96,20 @@ def test_two_paces_needs_slower_dearer_and_more_switches(slow: Pace, fast: Pace,
     assert ("two paces" in line) is two
     assert f"the slowest third {slow.rate} requests/s, the fastest {fast.rate}" in line
     assert f"a request {slow.cpu_us} us and {fast.cpu_us} us" in line
+
+
+def test_the_headline_says_a_two_paced_server_can_pass_the_bound() -> None:
+    from types import SimpleNamespace
+
+    from tftrace.analysis.render.core_use_text import pace_lines
+
+    def lines(slow: Pace) -> str:
+        pace = RequestPace(9, BIN_NS, slow, Pace(1800, 490, 4.3))
+        requests = SimpleNamespace(throughput=1200.0)
+        return " ".join(pace_lines(SimpleNamespace(request_pace=pace, requests=requests)))
+
+    said = lines(Pace(1000, 780, 8.8))
+    assert "the fast one at 1.50x the window's requests/s" in said
+    assert "can pass it" in said
+    assert lines(Pace(1000, 780, 4.0)) == ""  # one pace: the bound holds as it is
+    assert pace_lines(SimpleNamespace(request_pace=None, requests=None)) == []
