@@ -52,7 +52,8 @@ class Pace:
 
 @dataclass(frozen=True)
 class RequestPace:
-    """The slowest and fastest thirds of ``bins`` bins ``bin_ns`` wide."""
+    """The slowest and fastest thirds of ``bins`` bins ``bin_ns`` wide (those in which a
+    request ended)."""
 
     bins: int
     bin_ns: int
@@ -100,7 +101,7 @@ def request_pace(
 ) -> RequestPace | None:
     """The pace of ``requests`` (``thread``, ``end_ns`` columns: ``Requests.table``) over
     ``window`` (module doc); None without the OS sampler's counters for the request threads,
-    or fewer than ``MIN_BINS`` whole bins."""
+    or fewer than ``MIN_BINS`` whole bins in which a request ended."""
     lo, hi = window
     count = (hi - lo) // bin_ns
     samples = run.samples
@@ -119,10 +120,15 @@ def request_pace(
     for _, group in mine.groupby("thread"):
         cpu += _growth(group, "cpu_ns", edges)
         switches += _growth(group, "slices", edges)
-    order = np.argsort(done / bin_ns, kind="stable")
-    third = max(count // 3, 1)
+    # a bin in which no request ended has no cost a request (an idle server's lull, or one
+    # request longer than the bin): left out of the ranking
+    served = np.flatnonzero(done > 0)
+    if len(served) < MIN_BINS:
+        return None
+    order = served[np.argsort(done[served], kind="stable")]
+    third = len(served) // 3
     return RequestPace(
-        int(count),
+        len(served),
         bin_ns,
         _pace(order[:third], done, cpu, switches, bin_ns),
         _pace(order[-third:], done, cpu, switches, bin_ns),
@@ -140,6 +146,4 @@ def _pace(
 ) -> Pace:
     n = float(done[bins].sum())
     seconds = len(bins) * bin_ns / 1e9
-    if n <= 0:
-        return Pace(0.0, float("nan"), float("nan"))
     return Pace(n / seconds, float(cpu[bins].sum()) / n / 1e3, float(switches[bins].sum()) / n)

@@ -21,7 +21,7 @@ BINS = 6
 
 def _thread(thread: int, cpu_per_bin: list[float], runs_per_bin: list[int]) -> pd.DataFrame:
     """Samples every 10 ms; the thread's CPU and runs grow evenly inside each 50 ms bin."""
-    t = np.arange(0, BINS * BIN_NS + 1, 10 * MS, dtype=np.int64)
+    t = np.arange(0, len(cpu_per_bin) * BIN_NS + 1, 10 * MS, dtype=np.int64)
     per_ns = np.repeat(np.asarray(cpu_per_bin) / BIN_NS, 5)
     runs = np.repeat(np.asarray(runs_per_bin) / 5, 5)
     df = cpu_samples_table(
@@ -113,3 +113,17 @@ def test_the_headline_says_a_two_paced_server_can_pass_the_bound() -> None:
     assert "can pass it" in said
     assert lines(Pace(1000, 780, 4.0)) == ""  # one pace: the bound holds as it is
     assert pace_lines(SimpleNamespace(request_pace=None, requests=None)) == []
+
+
+def test_bins_in_which_no_request_ended_are_left_out() -> None:
+    # a lull: no cost a request in its bins, so they are no slowest bins
+    per_bin = [2, 0, 6, 4, 2, 6, 4, 2]
+    samples = _thread(1, [10 * MS * k for k in per_bin], [5 * k for k in per_bin])
+    pace = request_pace(make_run(samples=samples), _requests(per_bin, 1), (0, 8 * BIN_NS))
+    assert pace is not None and pace.bins == 7
+    assert pace.slow.rate == pytest.approx(2 / 0.05)
+    assert pace.slow.cpu_us == pytest.approx(10_000)
+    # with two empty bins of six, four are left: too few to rank
+    per_bin = [2, 0, 6, 4, 0, 6]
+    samples = _thread(1, [10 * MS * k for k in per_bin], [5 * k for k in per_bin])
+    assert request_pace(make_run(samples=samples), _requests(per_bin, 1), (0, 6 * BIN_NS)) is None
