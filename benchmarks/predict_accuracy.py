@@ -105,6 +105,18 @@ class Scored:
     # the sweep's timed runs of the settings compared (intra, inter, round, time_s), for the
     # measurement's agreement with itself (``split_half``)
     runs: list[dict[str, Any]] = field(default_factory=list)
+    # a server that ran at two paces (``Prediction.pace``): the slow and the fast pace's
+    # requests/s over the recorded window's, which a replay of the recorded mix cannot move
+    paces: tuple[float, float] | None = None
+
+    def inside_paces(self) -> tuple[int, int]:
+        """How many of the other settings' measured speedups fall inside ``paces``, of how
+        many (0, 0 without two paces)."""
+        if self.paces is None:
+            return 0, 0
+        others = [r["meas_speedup"] for r in self.settings if not r["recorded"]]
+        lo, hi = self.paces
+        return sum(lo <= x <= hi for x in others), len(others)
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -178,6 +190,9 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
         started = time.monotonic()
         guess = tftrace.predict(run, intra=intras, inter=sorted({int(v) for v in rows["inter"]}))
         s.notes.append(f"predicted in {time.monotonic() - started:.1f} s")
+        if guess.pace is not None and guess.pace.two_paces and guess.server is not None:
+            rate = guess.server.requests_per_s
+            s.paces = (guess.pace.slow.rate / rate, guess.pace.fast.rate / rate)
     except TftraceError as e:
         s.skipped = str(e).removeprefix("predict: ")
         return s
@@ -494,6 +509,12 @@ def detail(scored: Sequence[Scored]) -> list[str]:
             if not r["recorded"]
         )
         lines.append(f"- {s.name} (predicted/measured speedup): {cells}")
+        if s.paces is not None:
+            inside, of = s.inside_paces()
+            lines.append(
+                f"  {s.name} ran at two paces, {s.paces[0]:.2f}x and {s.paces[1]:.2f}x its "
+                f"window's requests/s: {inside} of {of} settings measured inside that span"
+            )
     return lines
 
 

@@ -202,6 +202,7 @@ def predict(
         subject.server,
         charged,
         profiler_cost(run),
+        subject.pace,
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tftrace.analysis.metrics.profiler_cost import ProfilerCost
+from tftrace.analysis.metrics.request_pace import RequestPace
 from tftrace.analysis.presenting import as_html, as_text
 
 RECORDED = "recorded"  # the basis of the recorded setting: the prediction is the recording
@@ -103,6 +104,9 @@ class Prediction:
     as one stretch of its requests: ``steps`` counts the requests replayed, ``recorded_ms``
     is their mean latency, ``replayed_ms`` the stretch's replayed span.
 
+    ``pace``: a server's pace over the window (``metrics.request_pace``); where it ran at two
+    paces the notes say what the replay misses.
+
     The times are the profiled workload's. ``profiler_cost``, where the run timed steps
     outside its profiled window, says what the profiler added at the recorded setting; it
     is not the same at every setting (docs/predict.md), so it is said, not applied.
@@ -136,6 +140,9 @@ class Prediction:
     # what the profiler added to the recorded setting's steps, where the run timed steps
     # outside its profiled window (``metrics.profiler_cost``); None: every step profiled
     profiler_cost: ProfilerCost | None = None
+    # a server's pace over the window (``metrics.request_pace``): where it ran at two paces,
+    # the replay carries the recorded mix of the two to every setting; None for a loop
+    pace: RequestPace | None = None
 
     @property
     def unit(self) -> str:
@@ -193,6 +200,7 @@ class Prediction:
             "settings": [s.to_json() for s in self.settings],
             "notes": list(self.notes),
             "profiler_cost": self.profiler_cost.to_json() if self.profiler_cost else None,
+            "request_pace": self.pace.to_json() if self.pace else None,
         }
 
     def to_html(self) -> str:

@@ -45,6 +45,7 @@ class Subject:
     thread_of: dict[int, int] | None = None  # a server's replayed requests: each one's thread
     stretch_ns: dict[int, float] | None = None  # ... and each one's recorded latency
     pipeline: Pipeline | None = None  # a loop's input pipeline whose work is TF ops
+    pace: RequestPace | None = None  # a server's pace over the window (``request_pace``)
 
     def served(
         self, base: dict[int, float], here: dict[int, float], speedup: float
@@ -146,6 +147,7 @@ def server_subject(
             int(r): float(ns)
             for r, ns in zip(stretch["request"], stretch["latency_ns"], strict=True)
         },
+        pace=pace,
     )
 
 

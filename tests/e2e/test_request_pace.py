@@ -64,3 +64,6 @@ def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
     # the paces' span against the window's requests per second: slow below 1x, fast above
     span = re.search(r"the paces alone span ([0-9.]+)x to ([0-9.]+)x", said)
     assert span is not None and float(span[1]) < 1 < float(span[2])
+    as_json = run_tftrace("predict", "--json", out, "--intra", "2", "--inter", "2")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["request_pace"]["two_paces"] is True

@@ -265,3 +265,18 @@ def test_a_corrupt_saved_run_is_refused_in_one_line_before_anything_runs(tmp_pat
         with pytest.raises(SystemExit) as refused:
             pa.main(argv)
         assert str(refused.value.code).startswith(f"{tmp_path / 'results.json'}: not a saved run")
+
+
+def test_a_two_paced_servers_span_and_the_settings_measured_inside_it():
+    # recorded 2/2 at 1 s a request; the others ran 1.25x, 0.8x and 0.5x as fast
+    rows = [(2, 2, 1.0, 1.0), (2, 1, 0.8, 1.0), (1, 1, 1.25, 1.0), (4, 4, 2.0, 1.0)]
+    s = scored("serve", (2, 2), rows)
+    assert s.inside_paces() == (0, 0)
+    assert not any("two paces" in line for line in pa.detail([s]))
+    s.paces = (0.75, 1.3)
+    assert s.inside_paces() == (2, 3)  # 1.25x and 0.8x inside, 0.5x below
+    said = [line for line in pa.detail([s]) if "two paces" in line]
+    assert said == [
+        "  serve ran at two paces, 0.75x and 1.30x its window's requests/s: 2 of 3 settings "
+        "measured inside that span"
+    ]
