@@ -141,6 +141,7 @@ def predict(
         subject.thread_of,
         items.background,
         pace,
+        two_paces=subject.pace is not None and subject.pace.two_paces,
     )
     replayed = replays.span(rec_intra, rec_inter)
     charged = replays.charge_crowding(rec_intra, rec_inter, subject.replayed_ns)

@@ -33,7 +33,12 @@ class Replays:
     that splits no op while the cores are crowded (intra-op 1; threads no more than the
     cores) pays none of it. A loop's step pays each stall whole; a server's requests pay
     ``stall_share`` of it (the other inter-op threads serve other requests meanwhile),
-    where its recording had more than one inter-op thread to show that."""
+    where its recording had more than one inter-op thread to show that. Not for a server
+    that ran at two paces (``two_paces``, ``metrics.request_pace``): its request threads'
+    CPU a request moved with how often they handed the interpreter lock over, so the time
+    short of its replayed stretch is that pace's, not split ops stalled on crowded cores,
+    and is scaled with every setting (serve-executor recorded at 2/2 on 2 cores: intra-op 1
+    predicted 1.33x so, 1.11x scaled, ran 0.98-1.05x; docs/predict.md)."""
 
     def __init__(
         self,
@@ -44,6 +49,7 @@ class Replays:
         thread_of: dict[int, int] | None = None,
         held: Background | None = None,
         pace: Callable[[int, int], float] | None = None,
+        two_paces: bool = False,
     ):
         self.works, self.cores, self.rec_intra, self.caller = works, cores, rec_intra, caller
         # an input pipeline's: what (intra, more cores) adds to the steps' wait for input
@@ -54,6 +60,7 @@ class Replays:
         self.overlapped = False  # a stall is shared among the inter-op threads (``stall_share``)
         self.done: dict[tuple[int, int, int], _Setting] = {}
         self.per_crowded = 0.0  # span charged per ns of crowded time (``charge_crowding``)
+        self.two_paces = two_paces  # a server at two paces: nothing charged (class doc)
 
     def _of(self, intra: int, inter: int, more_cores: int = 1) -> _Setting:
         key = (intra, inter, more_cores)
@@ -91,11 +98,11 @@ class Replays:
     def charge_crowding(self, intra: int, inter: int, recorded_ns: float) -> float:
         """Charge the recorded setting's unplaced time to its crowded time (class doc), where
         the recording took longer than its replay and the cores were crowded for at least
-        ``MIN_CROWDED`` of the replay; the share of the recorded time so charged (0 where
-        none is)."""
+        ``MIN_CROWDED`` of the replay, but for a server at two paces; the share of the
+        recorded time so charged (0 where none is)."""
         base = self._of(intra, inter)
         unplaced = recorded_ns - base.span_ns
-        if unplaced <= 0 or base.crowded_ns < MIN_CROWDED * base.wall_ns:
+        if self.two_paces or unplaced <= 0 or base.crowded_ns < MIN_CROWDED * base.wall_ns:
             return 0.0
         self.overlapped = self.request_threads > 1 and inter > 1
         self.per_crowded = unplaced / (base.crowded_ns * self.stall_share(inter))

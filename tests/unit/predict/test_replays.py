@@ -108,3 +108,21 @@ def test_a_server_recorded_on_one_inter_op_thread_pays_each_stall_whole():
     wider = replay(split_beside_busy(), 2, 2, 2, 2)
     per = (recorded - base.span_ns) / base.crowded_ns
     assert server.span(2, 2) == pytest.approx(wider.span_ns + per * wider.crowded_ns)
+
+
+def test_a_server_at_two_paces_is_not_charged():
+    # its unplaced time is the pace's (the request threads' CPU a request moved with their
+    # hand-offs of the interpreter lock), not split ops stalled on crowded cores
+    server = Replays(
+        (split_beside_busy(),),
+        cores=2,
+        rec_intra=2,
+        caller=1.0,
+        thread_of={r: r for r in range(4)},
+        two_paces=True,
+    )
+    recorded = 1.25 * server.span(2, 2)
+    assert server.charge_crowding(2, 2, recorded) == 0.0
+    # every setting keeps its replayed span: the prediction scales them all alike
+    assert server.span(2, 2) == pytest.approx(replay(split_beside_busy(), 2, 2, 2, 2).span_ns)
+    assert server.span(4, 2) == pytest.approx(replay(split_beside_busy(), 4, 2, 2, 2).span_ns)
