@@ -28,6 +28,7 @@ from tftrace.analysis.metrics.census_pools import (
     last_report,
     pool_sizes,
 )
+from tftrace.analysis.metrics.cpu_time import counter_at
 from tftrace.analysis.model.run import Run
 from tftrace.tracer.child.thread_libraries import read_thread_libraries
 
@@ -143,13 +144,6 @@ def _edges(lo: int, hi: int, resolution_ns: int) -> np.ndarray:
     return edges if len(edges) >= 2 else np.array([lo, hi], dtype=np.int64)
 
 
-def _counter_at(t: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """A cumulative counter at each edge, linear between samples; 0 before the thread's first
-    sample (a thread first seen in the window was born in it: ``cpu_time.counter_growth``)."""
-    grown = np.interp(edges, t, value.astype(np.float64))
-    return np.where(edges < t[0], 0.0, grown)
-
-
 def _kernel_use(
     run: Run, pool_of_thread: Mapping[int, str], edges: np.ndarray
 ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
@@ -159,9 +153,9 @@ def _kernel_use(
     for (thread, _tid), group in run.samples.groupby(["thread", "tid"], sort=False):
         pool = pool_of_thread.get(int(thread), UNKNOWN)
         t = group["t_ns"].to_numpy()
-        grown = np.diff(_counter_at(t, group["cpu_ns"].to_numpy(), edges))
+        grown = np.diff(counter_at(t, group["cpu_ns"].to_numpy(), edges))
         cpu[pool] = cpu.get(pool, np.zeros(len(edges) - 1)) + grown
-        waited = _counter_at(t, group["wait_ns"].to_numpy(), edges[[0, -1]])
+        waited = counter_at(t, group["wait_ns"].to_numpy(), edges[[0, -1]])
         wait[pool] = wait.get(pool, 0.0) + float(waited[1] - waited[0])
     return cpu, wait
 

@@ -30,6 +30,14 @@ def counter_growth(t: np.ndarray, value: np.ndarray, lo: int, hi: int) -> float:
     return float(np.interp(hi, t, value) - start)
 
 
+def counter_at(t: np.ndarray, value: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """A cumulative counter at each edge, linear between samples; 0 before the thread's first
+    sample (a thread first seen in the window was born in it, as ``counter_growth`` takes
+    it): its growth between two edges is the difference."""
+    grown = np.interp(edges, t, value.astype(np.float64))
+    return np.where(edges < t[0], 0.0, grown)
+
+
 def _outside_busy(t: np.ndarray, cpu: np.ndarray, busy: StepFunction, lo: int, hi: int) -> float:
     """CPU a thread accrued beyond its traced busy time, summed sample interval by interval.
 

@@ -3,8 +3,8 @@ threads' CPU a request and their switches were where it ran slowest and fastest.
 
 The window is cut into ``BIN_NS`` bins; each bin counts the requests that ended in it, and
 the request threads' (those that made the window's requests, ``SERVING``) CPU time and how
-often they were put on a CPU, by the kernel's counters (the OS sampler's schedstat, linear between
-samples: ``cpu_time.counter_growth``). The bins are ranked by requests per second and the
+often they were put on a CPU, by the kernel's counters (the OS sampler's schedstat, linear
+between samples: ``cpu_time.counter_at``). The bins are ranked by requests per second and the
 slowest and fastest thirds summed.
 
 Why: a server whose request threads hold the interpreter lock in turn can run at two paces
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tftrace.analysis.metrics.cpu_time import counter_growth
+from tftrace.analysis.metrics.cpu_time import counter_at
 from tftrace.analysis.model.run import Run
 
 BIN_NS = 50_000_000
@@ -107,13 +107,14 @@ def request_pace(
     samples = run.samples
     if count < MIN_BINS or samples.empty or requests.empty:
         return None
-    made = requests["thread"].astype(int).value_counts()
+    by = requests["thread"].astype(int)
+    made = by.value_counts()
     threads = set(made.index[made >= SERVING * made.max()])
     mine = samples[samples["thread"].astype(int).isin(threads)]
     if mine.empty:
         return None
     edges = lo + bin_ns * np.arange(count + 1, dtype=np.int64)
-    theirs = requests["thread"].astype(int).isin(threads).to_numpy()
+    theirs = by.isin(threads).to_numpy()
     ends = np.sort(requests["end_ns"].to_numpy(np.int64)[theirs])
     done = np.diff(np.searchsorted(ends, edges, side="right")).astype(np.float64)
     cpu, switches = np.zeros(count), np.zeros(count)
@@ -136,9 +137,7 @@ def request_pace(
 
 
 def _growth(group: pd.DataFrame, column: str, edges: np.ndarray) -> np.ndarray:
-    t, value = group["t_ns"].to_numpy(np.int64), group[column].to_numpy(np.float64)
-    at = [counter_growth(t, value, int(edges[0]), int(e)) for e in edges]
-    return np.nan_to_num(np.diff(np.asarray(at, dtype=np.float64)))
+    return np.diff(counter_at(group["t_ns"].to_numpy(np.int64), group[column].to_numpy(), edges))
 
 
 def _pace(
