@@ -70,21 +70,24 @@ class RequestPace:
             and self.slow.switches > self.fast.switches
         )
 
-    def line(self) -> str:
-        """The pace in one line: ``pace by 50 ms: the slowest third 1031 requests/s, ...``."""
+    def figures(self) -> str:
+        """The thirds' figures: ``pace by 50 ms: the slowest third 1031 requests/s, ...``."""
         slow, fast = self.slow, self.fast
-        line = (
+        return (
             f"pace by {self.bin_ns / 1e6:.0f} ms: the slowest third {slow.rate:.0f} requests/s, "
             f"the fastest {fast.rate:.0f}; the request threads' CPU a request "
             f"{slow.cpu_us:.0f} us and {fast.cpu_us:.0f} us, put on a CPU "
             f"{slow.switches:.1f} and {fast.switches:.1f} times"
         )
-        if self.two_paces:
-            line += (
-                ": two paces, the slower one dearer in CPU with more switches (the request "
-                "threads hand the interpreter lock back and forth; docs/predict.md)"
-            )
-        return line
+
+    def line(self) -> str:
+        """``figures``, and what two paces mean where the thirds show them."""
+        if not self.two_paces:
+            return self.figures()
+        return self.figures() + (
+            ": two paces, the slower one dearer in CPU with more switches (the request "
+            "threads hand the interpreter lock back and forth; docs/predict.md)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -156,7 +156,7 @@ def _pace_note(pace: RequestPace, recorded_rate: float) -> str:
     the span of the two paces against the window's requests per second."""
     slow, fast = pace.slow.rate / recorded_rate, pace.fast.rate / recorded_rate
     return (
-        f"the requests ran at two paces ({pace.line().split(': two paces')[0]}): the replay "
+        f"the requests ran at two paces ({pace.figures()}): the replay "
         "takes the recorded mix of the two as every setting's, and a setting that changes how "
         "often the request threads hand the interpreter lock over changes it, which one "
         f"recording does not show: the paces alone span {slow:.2f}x to {fast:.2f}x of the "
