@@ -1,8 +1,9 @@
 """A server whose pace alternates by construction: ``--clients K`` threads serve requests for
 ``--seconds S``, each request one call of a small tf.function then ``--fast-us`` or
 ``--slow-us`` of Python work (CPU, holding the interpreter lock), the two alternating every
-``--phase-s`` seconds. So the requests run at two paces, the slow one dearer in the request
-threads' CPU.
+``--phase-s`` seconds. A slow request also sleeps ``--slow-sleeps`` times (50 us each) amid
+its Python work, handing the lock over: so the requests run at two paces, the slow one
+dearer in the request threads' CPU and put on a CPU more often, by construction.
 
 Known answers, by the workload's own accounting (``--own FILE``, JSON): per pace, the
 requests it made, the seconds it ran, and its request threads' CPU (``time.thread_time``)
@@ -24,6 +25,7 @@ parser.add_argument("--seconds", type=float, default=3.0)
 parser.add_argument("--phase-s", type=float, default=0.3)
 parser.add_argument("--fast-us", type=float, default=200.0)
 parser.add_argument("--slow-us", type=float, default=1200.0)
+parser.add_argument("--slow-sleeps", type=int, default=3)
 parser.add_argument("--own", help="write the workload's own accounting here (JSON)")
 args = parser.parse_args()
 
@@ -43,10 +45,15 @@ def switches() -> int:
         return int(f.read().split()[2])
 
 
-def python_work(us: float) -> None:
-    end = time.thread_time() + us / 1e6
-    while time.thread_time() < end:
-        pass
+def python_work(us: float, sleeps: int = 0) -> None:
+    """``us`` of CPU in Python, in ``sleeps + 1`` parts with a 50 us sleep between them (the
+    thread blocks, and hands the interpreter lock over)."""
+    for part in range(sleeps + 1):
+        if part:
+            time.sleep(50e-6)
+        end = time.thread_time() + us / 1e6 / (sleeps + 1)
+        while time.thread_time() < end:
+            pass
 
 
 PACES = ("fast", "slow")
@@ -67,7 +74,10 @@ def client() -> None:
     while (now := time.monotonic()) < t0 + args.seconds:
         pace = pace_at(now)
         serve(x).numpy()
-        python_work(args.fast_us if pace == "fast" else args.slow_us)
+        if pace == "fast":
+            python_work(args.fast_us)
+        else:
+            python_work(args.slow_us, args.slow_sleeps)
         now_cpu, now_runs = time.thread_time(), switches()
         mine[pace][0] += 1
         mine[pace][1] += now_cpu - cpu
