@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from tftrace.analysis.metrics.busy import busy_intervals
 from tftrace.analysis.metrics.contention import contention_of
@@ -70,6 +71,7 @@ class Background:
     with_python: float = 0.0  # the part of ``threads`` that goes with the Python (an average)
     spin_budget_ns: float = 0.0  # how long an Eigen worker out of work spins (0: unknown)
     wakeup: Wakeup | None = None  # what a hand-off to the pool costs, awake or asleep
+    inter_wakeup: Wakeup | None = None  # what waking an inter-op thread for a closure costs
 
     @property
     def recorded(self) -> float:
@@ -126,7 +128,20 @@ def background(
         with_python,
         budget,
         wakeup(run, workers, lo, hi, budget),
+        _inter_wakeup(run, cpu, closures, lo, hi, budget),
     )
+
+
+def _inter_wakeup(
+    run: Run, cpu: pd.DataFrame, closures: Pool, lo: int, hi: int, budget: float
+) -> Wakeup | None:
+    """What waking an inter-op thread for a closure another thread scheduled costs
+    (``wakeup.py``); the same Eigen pool's threads spin alike, for ``budget`` ns. None where
+    the closures replayed are tf.data's (``pipeline.py``): measured for the inter-op pool only."""
+    if closures != Pool.INTER_OP:
+        return None
+    inter = cpu.loc[cpu["pool"].astype(str) == Pool.INTER_OP.value, "thread"].to_numpy()
+    return wakeup(run, inter, lo, hi, budget, from_pool=True)
 
 
 def spin_budget(gaps: np.ndarray, spun: float) -> float:

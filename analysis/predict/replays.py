@@ -79,6 +79,7 @@ class Replays:
                     self.held.beside_python,
                     self.held.spin_budget_ns,
                     self.held.wakeup,
+                    self.held.inter_wakeup,
                 )
                 for w in self.works
             ]

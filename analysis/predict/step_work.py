@@ -203,15 +203,28 @@ def _release(
     return None if k < mains or parent[k] >= 0 or k in adopted else float(offset)
 
 
-def _loads(items: Items, thread: int) -> Callable[[int, int], tuple[float, float]]:
+def _loads(items: Items, thread: int) -> Callable[[int, int, bool], tuple[float, float]]:
     """For a span [a, b] of ``thread`` kept as recorded: its time without the part it waited
     in the kernel's run queue (the replay's sharing of the cores puts its own wait there),
-    and the share of what is left that it was on a CPU (its ``load``), by the OS sampler."""
+    and the share of what is left that it was on a CPU (its ``load``), by the OS sampler.
 
-    def load(a: int, b: int) -> tuple[float, float]:
+    Where a BLAS pool works beside a thread's Python (``python``: the span runs Python), the
+    pool's part of the span is undone of the recording's sharing of the cores, as an op's
+    work is (``recorded_rate``): the replay shares them again, at each setting, as the pool
+    works (``replay.py``). Kept whole, a recording's Python was slowed twice by the cores it
+    shared: blas-beside-pools (NumPy's products in a ``tf.numpy_function`` beside TF's chain
+    of products, on 2 cores, recorded at 2/2) was predicted 0.89x at intra-op 2, inter-op 1,
+    where the function runs alone and ran 1.07x; 0.97x so (docs/predict.md)."""
+    blas = min(items.background.beside_python, 1.0)
+
+    def load(a: int, b: int, python: bool) -> tuple[float, float]:
         on, queued = items.shares_of(thread, a, b)
         left = 1.0 - queued
-        return float(b - a) * left, (on / left if left > 0 else 0.0)
+        ns = float(b - a) * left
+        if python and blas > 0 and b > a:
+            got = float(items.rate.work(a, b)) / (b - a)
+            ns *= 1.0 - blas + blas * got
+        return ns, (on / left if left > 0 else 0.0)
 
     return load
 
@@ -298,7 +311,7 @@ def _segments(
     children: dict[int, list[int]],
     requests: Sequence[tuple[int, int, int]],
     gaps: list[tuple[int, int]],
-    load: Callable[[int, int], tuple[float, float]],
+    load: Callable[[int, int, bool], tuple[float, float]],
     orphans: Sequence[tuple[int, int]],
     adopted: set[int],
 ) -> list[Segment]:
@@ -338,7 +351,7 @@ def _segments(
             )
             marks.append(_Mark(start, end, Segment(OP, op=work)))
         elif row.what in (PYTHON, INPUT):
-            ns, share = load(start, end)
+            ns, share = load(start, end, row.what == PYTHON)
             kept = Segment(WAITS, ns, str(row.what), load=share)
             marks.append(_Mark(start, end, kept))
     marks.extend(_Mark(t, t, Segment(SPAWN, units=(c,))) for t, c in kids if c not in placed)
@@ -357,7 +370,7 @@ def _segments(
         out += [Segment(SPAWN, d, units=(c,)) for c, d in mark.delayed]
         segment = mark.segment
         if segment.kind == WAITS and mark.start < cursor:  # cut where it overlaps the last
-            ns, share = load(cursor, mark.end)
+            ns, share = load(cursor, mark.end, segment.why != INPUT)
             segment = Segment(WAITS, ns, segment.why, load=share)
         out.append(segment)
         cursor = max(cursor, mark.end)
@@ -370,7 +383,7 @@ def _gap(
     b: int,
     main: bool,
     gaps: list[tuple[int, int]],
-    load: Callable[[int, int], tuple[float, float]],
+    load: Callable[[int, int, bool], tuple[float, float]],
 ) -> list[Segment]:
     """The main thread's time between items is kept as recorded (Python, dispatch), at the
     CPU it used; an inter-op thread's is the executor's work: a placeholder until ``_units``
@@ -378,7 +391,7 @@ def _gap(
     if b <= a:
         return []
     if main:
-        ns, share = load(a, b)
+        ns, share = load(a, b, True)
         return [Segment(WAITS, ns, HOST, load=share)]
     gaps.append((a, b))
     return [Segment(CPU, float(len(gaps) - 1), GAP)]

@@ -113,6 +113,74 @@ def test_a_hand_off_costs_what_waking_the_pool_does_in_the_state_it_is_in():
     assert span(3, intra=1) == pytest.approx(9 * MS)  # inline: no pool to hand to
 
 
+def forks(first_ms: float, rest_ms: float, child_ms: float) -> StepWork:
+    """The main thread schedules closure 1 and waits for it and its child after 1 ms of host
+    time (1 ms more after): closure 1 works ``first_ms``, schedules closure 2 (``child_ms``
+    of work) and works ``rest_ms`` more."""
+    main = Unit(
+        0,
+        True,
+        (
+            Segment(WAITS, 1 * MS, HOST),
+            *spawn(1),
+            Segment(JOIN, units=(1, 2)),
+            Segment(WAITS, 1 * MS, HOST),
+        ),
+    )
+    first = Unit(1, False, (Segment(CPU, first_ms * MS), *spawn(2), Segment(CPU, rest_ms * MS)))
+    return StepWork(1, 0, (main, first, Unit(1, False, (Segment(CPU, child_ms * MS),))))
+
+
+def test_an_idle_inter_op_thread_takes_a_closure_once_woken():
+    asleep = Wakeup(awake_ns=0.1 * MS, asleep_ns=5 * MS)
+
+    def span(step: StepWork, inter: int, wake: Wakeup | None = asleep) -> float:
+        return replay(step, 1, inter, 2, 1, inter_wake=wake).span_ns
+
+    long_child = forks(1, 20, 10)
+    # taken at once, the child runs beside the rest of closure 1: 1 + 1 + 20 + 1
+    assert span(long_child, 2, wake=None) == pytest.approx(23 * MS)
+    # woken: closure 1 starts at 6 ms, the child at 12 ms on the other thread, 6 + 1 + 20 + 1
+    assert span(long_child, 2) == pytest.approx(28 * MS)
+    # on one thread the child waits for closure 1: 6 + 1 + 20 + 10 + 1
+    assert span(long_child, 1) == pytest.approx(38 * MS)
+    # a short closure 1 ends before the other thread is up, and its own thread takes the
+    # child back (6 + 1 + 1 + 0.5 + 1), as it would on one thread
+    short = forks(1, 1, 0.5)
+    assert span(short, 2) == pytest.approx(9.5 * MS)
+    assert span(short, 1) == pytest.approx(9.5 * MS)
+    assert span(short, 2, wake=None) == pytest.approx(4 * MS)
+
+
+def test_a_spinning_inter_op_thread_is_up_sooner_than_a_sleeping_one():
+    # closures 1 (1 ms) and 2 (2 ms, then closure 3, then 4 ms) start together at 6 ms on
+    # two threads, both woken; the first thread is free from 7 ms and idle 1 ms when
+    # closure 3 (5 ms) is queued at 8 ms
+    wake = Wakeup(awake_ns=0.1 * MS, asleep_ns=5 * MS)
+    main = Unit(
+        0,
+        True,
+        (
+            Segment(WAITS, 1 * MS, HOST),
+            *spawn(1, 2),
+            Segment(JOIN, units=(1, 2, 3)),
+            Segment(WAITS, 1 * MS, HOST),
+        ),
+    )
+    second = Unit(1, False, (Segment(CPU, 2 * MS), *spawn(3), Segment(CPU, 4 * MS)))
+    units = (main, Unit(1, False, (Segment(CPU, 1 * MS),)), second)
+    step = StepWork(1, 0, (*units, Unit(1, False, (Segment(CPU, 5 * MS),))))
+
+    def span(spin_ms: float) -> float:
+        return replay(step, 1, 2, 2, 1, spin_ns=spin_ms * MS, inter_wake=wake).span_ns
+
+    # spinning (for 2 ms): up at 8.1 ms, closure 3 ends at 13.1 (closure 2 at 12): 13.1 + 1
+    assert span(2) == pytest.approx(14.1 * MS)
+    # asleep after 0.5 ms: it would be up at 13 ms, but closure 2's thread, free at 12 ms,
+    # takes closure 3 back first: 12 + 5 + 1
+    assert span(0.5) == pytest.approx(18 * MS)
+
+
 def test_an_op_splits_no_finer_than_its_shards_allow():
     # one shard recorded at intra 2: at intra 2 its thread and that shard (2 lanes, not 3);
     # the pool splits it finer as it grows: 1 + 1 x intra / 2 lanes

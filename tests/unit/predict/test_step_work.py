@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pandas as pd
 import pytest
 
-from builders import MS, stepped_run, two_closures_step
+from builders import MS, RECORD, START, STOP, call, stepped_run, two_closures_step
 from tftrace.analysis.metrics.steps import find_steps
+from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
+from tftrace.analysis.predict.background import Background
 from tftrace.analysis.predict.items import thread_items
 from tftrace.analysis.predict.replay import replay
 from tftrace.analysis.predict.step_work import (
@@ -98,3 +103,38 @@ def test_a_servers_requests_are_marked_and_replayed_as_a_closed_loop():
     assert side_by_side.latencies() == pytest.approx({1: 11 * MS, 2: 11 * MS}, rel=0.05)
     # the next request follows the last by its recorded gap (9 ms), not at its recorded time
     assert side_by_side.marks[(2, BEGIN)] == pytest.approx(20 * MS, rel=0.05)
+
+
+def numpy_beside_a_product(k: int, t0: float) -> list[Any]:
+    """The main thread schedules closures A and B at 0.5 ms; A (thread 1) runs a
+    ``tf.numpy_function`` from 1 to 11 ms, B (thread 2) a product over the same 10 ms."""
+    a, b = 100 + 10 * k, 101 + 10 * k
+    op = EventKind.OP.value
+    rows = [call(t0, 12)]
+    for thread, flow, name in ((1, a, "EagerPyFunc:EagerPyFunc"), (2, b, "MatMul:MatMul")):
+        rows += [
+            (0, "ThreadpoolListener::Record", RECORD, t0 + 0.5, t0 + 0.5, flow, None),
+            (thread, "ThreadpoolListener::StartRegion", START, t0 + 0.5, t0 + 0.5, None, flow),
+            (thread, name, op, t0 + 1, t0 + 11, None, None),
+            (thread, "ThreadpoolListener::StopRegion", STOP, t0 + 11.5, t0 + 11.5, None, None),
+        ]
+    return rows
+
+
+def test_python_beside_a_blas_pool_is_undone_of_the_cores_it_shared():
+    run = stepped_run([MAIN, INTER, INTER], numpy_beside_a_product, steps=2, inter=2)
+    steps = find_steps(run).table
+
+    def python_ns(beside: float) -> float:
+        # recorded on one core: the two closures had half of it each
+        items = thread_items(run, 0, 60 * MS, 0, 1)
+        items = replace(items, background=Background(beside_python=beside))
+        numpy = step_works(items, steps, 0)[1].units[1]
+        (kept,) = [s for s in numpy.segments if s.kind == WAITS]
+        return kept.ns
+
+    assert python_ns(0.0) == pytest.approx(10 * MS)  # kept as recorded
+    # a BLAS pool beside the Python on a whole core: its part is the recorded time at the
+    # share of a core it got, which the replay gives again where it shares the cores
+    assert python_ns(1.0) == pytest.approx(5 * MS)
+    assert python_ns(0.5) == pytest.approx(7.5 * MS)

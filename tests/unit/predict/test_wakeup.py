@@ -53,3 +53,20 @@ def test_a_handoff_costs_what_its_workers_state_did():
 def test_too_few_handoffs_say_nothing():
     run = stepped_run([MAIN, INTER, EIGEN], _three_handoffs, steps=MIN_HANDOFFS - 1, intra=1)
     assert wakeup(run, np.array([2]), 0, 10**12, 30 * US) is None
+
+
+def test_an_inter_op_closure_another_of_the_pools_threads_scheduled_counts_with_from_pool():
+    # inter-op thread 1 schedules the closures inter-op thread 2 runs
+    run = stepped_run([MAIN, INTER, INTER], _three_handoffs, steps=MIN_HANDOFFS + 1, intra=1)
+    threads = np.array([1, 2])
+    assert wakeup(run, threads, 0, 10**12, 30 * US) is None  # the pool's own: left out
+    costs = wakeup(run, threads, 0, 10**12, 30 * US, from_pool=True)
+    assert costs is not None
+    assert costs.awake_ns == pytest.approx(1 * US, rel=0.01)
+    assert costs.asleep_ns == pytest.approx(20 * US, rel=0.01)
+    # no spin measured: every take counts as asleep, and a spinning thread's take, not
+    # measured, costs nothing (an inter-op thread spins on the same pool's code)
+    blind = wakeup(run, threads, 0, 10**12, 0.0, from_pool=True)
+    assert blind is not None
+    assert blind.awake_ns == 0.0
+    assert 1 * US < blind.asleep_ns < 20 * US
