@@ -9,66 +9,45 @@ A fluid model, event by event:
   it: one scheduled on an inter-op thread goes to the front of that thread's own queue, and
   the thread, once free, runs the last it scheduled first; one scheduled from outside (a
   step's or a request's first) waits first come first served; a free thread with neither
-  takes the oldest of another thread's queue (a steal). So with every inter-op thread busy
-  a request runs its closures to the end before the next request's first one starts. Run
-  first come first served, the requests took turns closure by closure and all ended late:
-  on 2 cores, Keras MobileNetV2 served from four threads ran 1.79x and 1.94x at intra-op 1,
-  inter-op 1 (two sweeps), predicted 1.53x and 1.49x from two recordings at 2, 2 so and
-  1.56x and 1.72x now. A thread that waits for what it scheduled (``JOIN``) gives its
-  inter-op thread back and is queued again, on the thread that ran the last of them, when
-  that one ends (TF's function calls are asynchronous).
+  takes the oldest of another thread's queue (a steal): with every inter-op thread busy a
+  request runs its closures to the end before the next request's first one starts. A
+  thread that waits for what it scheduled (``JOIN``) gives its inter-op thread back and is
+  queued again, on the thread that ran the last of them, when that one ends.
 - Waking an inter-op thread (``inter_wake``, where the recording measures it: ``wakeup.py``):
   a thread idle since before the closure was queued takes it only once woken, by how long it
   had been idle (spinning for ``spin_ns``, then asleep), one thread woken per closure queued;
   meanwhile the closure stays queued, and the thread that scheduled it takes it back if it is
   free first (Eigen's pool pops a thread's own queue from the front, a thief takes the back).
-  Taken at once, the closures of a custom Keras training loop (2-3 us each; an asleep
-  thread took 34 us, median, to start one) ran side by side on two inter-op threads for free:
-  on 2 cores, intra-op 1, inter-op 2 was predicted 1.47x of 2/2 and 15 % faster than inter-op
-  1, where it ran 1.24x and 5 % slower; 1.38x and 10 % faster so.
-- An op runs its serial part on its thread; then, at ``intra`` > 1 and where it had
-  shards, the hand-off (wall time: what waking the pool costs in the state the replay finds
-  it in, ``wakeup.py``, where the recording measures it) and its parallel part over the
-  Eigen workers it gets and its own thread, which works at the ``caller`` share of a core
-  the recording showed: the ops in their parallel part share the pool (``intra`` / their
-  count each), each up to ``shards x intra / recorded intra`` workers (the pool splits finer
-  as it grows, no finer).
-  At ``intra`` = 1 the op runs inline on its thread: its shards' work alone (what its
-  thread did around them was the split's: ``items.py``).
+  Taken at once, a Keras loop's closures of 2-3 us ran side by side for free.
+- An op runs its phases (``op_phases.py``): its hand-off costs what waking the pool does in
+  the state the replay finds it in (``wakeup.py``); its parallel part runs over the Eigen
+  workers it gets, the ops in that part sharing the pool (``intra`` / their count each),
+  and its own thread at the ``caller`` share of a core the recording showed.
 - Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
   ``min(1, cores / d)`` of one (processor sharing). ``WAIT`` segments (Python, input, the
   main thread outside ops) keep their recorded time, but for the share of a core their
   thread used then (its ``load``, by the OS sampler: Python works, a blocked thread does
   not): that part wants a core and shares them as work does; what the replay does not run
-  (other threads and processes) holds ``background`` cores throughout: the
-  pools share what is left (``left_to``). The time an op runs split while the threads that
-  want a core outnumber the cores is counted (``crowded_ns``).
-- More workers than cores: an op whose blocks are one per worker, split alone over more
-  workers than the cores, ends with the most loaded core's queue (``placement.py``: 1.25x
-  for 4 workers on 2 cores); the cores its queue leaves idle go to the other threads. Two
-  chains of 600x600 products on 2 cores ran 0.78x, 0.84x and 0.85x as fast at intra-op 4 as
-  at 2 (inter-op 1, three sweeps): predicted 1.00x with the cores shared evenly, 0.81x so.
+  holds ``background`` cores throughout (``left_to``). The time an op runs split while the
+  threads that want a core outnumber the cores is counted (``crowded_ns``).
+- More workers than cores: an op split alone over more workers than the cores, a block
+  each, is slowed by its most loaded core's queue (``placement.py``), and the cores its
+  queue leaves idle go to the other threads.
 - The Eigen pool's spin: once no op is in its parallel part, the pool's ``intra`` workers spin
   for ``spin_ns`` before they sleep, each wanting a core as a busy thread does
-  (``background.py`` measures it). At inter-op 1 the pool runs dry after every op, and the
-  op's thread shares the cores with them until the next: held evenly over the span instead,
-  Keras MobileNetV2 served from four threads (recorded at 2, 2 on 2 cores) was predicted
-  1.04x and 0.95x at intra-op 4, inter-op 4 where it ran 1.23x and 1.12x; 1.15x and 1.06x
-  now.
+  (``background.py`` measures it): at inter-op 1 the pool runs dry after every op, and the
+  op's thread shares the cores with them until the next.
 - The interpreter lock: the CPU part of the waits that run Python (a thread's time outside
   its ops, a ``tf.py_function``) holds it, so all of them together run at most one core's
-  worth: with Python wanting ``g`` > 1 cores, each gets ``1 / g`` of what it wants. A server's
-  request threads, sped up elsewhere, queue here (on 2 cores, four threads serving a small
-  conv net used 0.75 of a core for their Python at 2, 2 and ran 1.04x at 1, 2: predicted
-  1.31x without the lock, 1.21x with it). That Python has its core first, as long as one
-  is left to the other threads, which share the rest: the lock's waiters, woken at each
-  hand-off, are as runnable as its holder, and the kernel shares the cores among runnable
-  threads, not among locks. The same server at intra-op 1, inter-op 2: its four request
-  threads on a CPU 0.81 of a core and in the run queue 0.80, its two inter-op threads 0.79
-  and 0.73; shared as one thread, its Python was given 0.69 of a core where it took 0.81.
+  worth: with Python wanting ``g`` > 1 cores, each gets ``1 / g`` of what it wants (a
+  server's request threads, sped up elsewhere, queue here). That Python has its core first,
+  as long as one is left to the other threads, which share the rest: the lock's waiters,
+  woken at each hand-off, are as runnable as its holder, and the kernel shares the cores
+  among runnable threads, not among locks.
 
 The time during which only recorded waits ran (Python, input, the main thread outside ops;
-not the hand-off) is counted apart (``host_ns``): what no thread setting changes.
+not the hand-off) is counted apart (``host_ns``): what no thread setting changes. Each
+rule's measurements, and what it moved: docs/predict.md, "What the model does".
 """
 
 from __future__ import annotations
@@ -79,7 +58,7 @@ from dataclasses import dataclass, field
 
 from tftrace.analysis.predict.background import left_to
 from tftrace.analysis.predict.items import PYTHON
-from tftrace.analysis.predict.placement import placement_slowdown
+from tftrace.analysis.predict.op_phases import HANDOFF, INLINE, PAR, Phase, op_phases
 from tftrace.analysis.predict.step_work import (
     BEGIN,
     CPU,
@@ -90,14 +69,12 @@ from tftrace.analysis.predict.step_work import (
     OP,
     SPAWN,
     WAITS,
-    OpWork,
     StepWork,
 )
 from tftrace.analysis.predict.wakeup import Wakeup
 
 EPS = 1e-6  # ns: what is left of a phase when it is done
 CROWD = 1e-9  # threads wanting a core beyond the cores, at least, for the cores to be crowded
-INLINE, PAR, HANDOFF = "inline", "par", "handoff"
 HOLDS_GIL = (HOST, PYTHON)  # the waits whose CPU part is the interpreter's
 MAX_EVENTS = 10_000_000  # a guard: a step's replay ends, whatever its units hold
 
@@ -143,31 +120,6 @@ class _State:
     @property
     def on_thread(self) -> bool:
         return self.slot >= 0
-
-
-# A phase: its kind, its work (or wall time), the most Eigen workers it uses, why it waits,
-# the share of a core a wait holds, and its slowdown (``_State``)
-Phase = tuple[str, float, float, str, float, float]
-
-
-def _op_phases(op: OpWork, intra: int, recorded_intra: int, cores: float) -> list[Phase]:
-    if op.shards and intra > 1:
-        cap = op.shards * max(1.0, intra / max(recorded_intra, 1))  # Eigen workers
-        workers = int(min(intra, cap))
-        slow = placement_slowdown(
-            op.shards, recorded_intra, workers, op.parallel / max(workers, 1), cores
-        )
-        return [
-            (CPU, op.serial, 1.0, "", 0.0, 1.0),
-            (WAITS, op.handoff, 1.0, HANDOFF, 0.0, 1.0),
-            (PAR, op.parallel, cap, "", 0.0, slow),
-        ]
-    if op.shards and op.inline >= 0:
-        return [(INLINE, op.inline, 1.0, "", 0.0, 1.0)]
-    return [
-        (CPU, op.serial, 1.0, "", 0.0, 1.0),
-        (INLINE if op.shards else CPU, op.parallel, 1.0, "", 0.0, 1.0),
-    ]
 
 
 class _Replay:
@@ -403,7 +355,7 @@ class _Replay:
                         s.slot = -1
                     return
             elif seg.kind == OP and seg.op is not None:
-                s.phases.extend(_op_phases(seg.op, self.intra, self.rec_intra, self.cores))
+                s.phases.extend(op_phases(seg.op, self.intra, self.rec_intra, self.cores))
             elif seg.kind == CPU:
                 s.phases.append((CPU, seg.ns, 1.0, "", 0.0, 1.0))
             elif seg.kind == WAITS:
