@@ -128,20 +128,22 @@ def background(
         with_python,
         budget,
         wakeup(run, workers, lo, hi, budget),
-        _inter_wakeup(run, cpu, closures, lo, hi, budget),
+        _inter_wakeup(
+            run, cpu.loc[pool == Pool.INTER_OP.value, "thread"], closures, lo, hi, budget
+        ),
     )
 
 
 def _inter_wakeup(
-    run: Run, cpu: pd.DataFrame, closures: Pool, lo: int, hi: int, budget: float
+    run: Run, inter: pd.Series, closures: Pool, lo: int, hi: int, budget: float
 ) -> Wakeup | None:
-    """What waking an inter-op thread for a closure another thread scheduled costs
-    (``wakeup.py``); the same Eigen pool's threads spin alike, for ``budget`` ns. None where
-    the closures replayed are tf.data's (``pipeline.py``): measured for the inter-op pool only."""
+    """What waking one of the ``inter`` inter-op threads for a closure another thread
+    scheduled costs (``wakeup.py``); the same Eigen pool's threads spin alike, for ``budget``
+    ns. None where the closures replayed are tf.data's (``pipeline.py``): measured for the
+    inter-op pool only."""
     if closures != Pool.INTER_OP:
         return None
-    inter = cpu.loc[cpu["pool"].astype(str) == Pool.INTER_OP.value, "thread"].to_numpy()
-    return wakeup(run, inter, lo, hi, budget, from_pool=True)
+    return wakeup(run, inter.to_numpy(), lo, hi, budget, from_pool=True)
 
 
 def spin_budget(gaps: np.ndarray, spun: float) -> float:
