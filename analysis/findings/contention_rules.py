@@ -85,7 +85,7 @@ def other_processes_take_cores(run: Run, analysis: Metrics) -> list[Finding]:
     if held is None or budget is None:
         return []
     cores, core_s = budget
-    others = held.others_core_s - held.tftrace_core_s
+    others = held.neighbours_core_s
     waited = _cause_core_s(analysis, "other_processes")
     if others < OTHERS_SHARE * core_s or waited < WAITED_BEHIND_SHARE * core_s:
         return []

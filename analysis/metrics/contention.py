@@ -60,6 +60,13 @@ class Contention:
     def seconds(self) -> float:
         return (self.window[1] - self.window[0]) / 1e9
 
+    @property
+    def neighbours_core_s(self) -> float:
+        """Other processes' core-time, tftrace's own left out. The two come from different
+        readings (the CPUs' busy time, the per-process table read less often), so near zero
+        their difference can fall below it; no process ran less than nothing."""
+        return max(self.others_core_s - self.tftrace_core_s, 0.0)
+
     def held_on(self, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(other processes, steal, throttling) core-ns over each interval of ``grid``, the
         readings' intervals spread evenly over their time."""

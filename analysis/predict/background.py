@@ -118,8 +118,7 @@ def background(
     processes = 0.0
     held = contention_of(run, (lo, hi))
     if held is not None:
-        outside = held.others_core_s - held.tftrace_core_s + held.steal_core_s
-        processes = max(outside, 0.0) / seconds
+        processes = (held.neighbours_core_s + held.steal_core_s) / seconds
     return Background(
         threads,
         processes,

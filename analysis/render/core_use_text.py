@@ -126,7 +126,7 @@ def beside_lines(analysis: Analysis) -> list[str]:
     )
     lines = [
         f"beside it on CPUs {','.join(map(str, held.cpus))}: other processes "
-        f"{held.others_core_s - held.tftrace_core_s:.2f} core-s"
+        f"{held.neighbours_core_s:.2f} core-s"
         + (f" ({named})" if named else "")
         + f", tftrace's recorder {held.tftrace_core_s:.2f}, steal {held.steal_core_s:.2f}"
     ]

@@ -125,6 +125,25 @@ def test_other_processes_steal_and_throttling_over_the_window():
     assert half.processes.empty and half.periods == 0
 
 
+def test_other_processes_are_never_below_nothing():
+    """The CPUs' busy time leaves 0.02 core beside the process, but the per-process table,
+    read apart, gave tftrace's recorder 0.05: other processes held none, not -0.03 (the line
+    printed under the headline, the finding and the replay's background all read this)."""
+    held = contention(
+        cpu_readings({0: 0.52}, {}), process_readings([(7, 0.05, 0)]), NAMES, pd.DataFrame(),
+        own(0.5), (0, 1000 * MS), (0,),
+    )  # fmt: skip
+    assert held is not None
+    assert held.others_core_s == pytest.approx(0.02)
+    assert held.tftrace_core_s == pytest.approx(0.05)
+    assert held.neighbours_core_s == 0.0
+    with_burner = contention(
+        cpu_readings({0: 1.0}, {}), process_readings([(42, 0.4, 0), (7, 0.05, 0)]), NAMES,
+        pd.DataFrame(), own(0.5), (0, 1000 * MS), (0,),
+    )  # fmt: skip
+    assert with_burner is not None and with_burner.neighbours_core_s == pytest.approx(0.45)
+
+
 def test_no_readings_in_the_window_is_none():
     readings, none = cpu_readings({0: 1.0}, {}), process_readings([])
 
