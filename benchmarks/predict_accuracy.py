@@ -15,7 +15,8 @@ Figures, per workload and pooled over the corpus, with their targets:
     speedup error      the median of |predicted speedup / measured speedup - 1| over the
                        settings other than the recorded one (speedup: over the recorded
                        setting, > 1 faster)                                          <= 15 %
-    --predict 2        what a sweep of the baseline and the 2 settings predicted best would
+    --predict 2        what a sweep of the baseline and the 2 settings predicted best (and
+                       those it times anyway: ``_predicted_k``) would
                        save over the whole grid (runs), and whether it recommends what the
                        whole grid does: the setting that gains >= 10 % beyond noise
                        (``diagnosis.best_row`` on the same measured rows), or none
@@ -76,6 +77,7 @@ from pooled_rank import pooled_spearman as pooled_spearman_of
 from split_half import best_agreement, reliability
 
 import tftrace
+from tftrace.analysis.predict.result import at_two_paces
 from tftrace.analysis.render.formatting import markdown_text
 from tftrace.errors import TftraceError
 from tftrace.tracer.manifest_reader import read_manifest
@@ -100,6 +102,7 @@ class Scored:
     recommended: str | None = None  # the whole grid's recommendation ("keep": none)
     predicted_recommendation: str | None = None  # a --predict K sweep's
     grid_size: int = 0
+    timed_k: int = 0  # the settings a ``--predict K`` sweep would time (``_predicted_k``)
     notes: list[str] = field(default_factory=list)
     pick: tuple[int, int] | None = None  # what the prediction recommends, else the recorded
     # the sweep's timed runs of the settings compared (intra, inter, round, time_s), for the
@@ -229,7 +232,9 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
     s.pick = (pick.intra, pick.inter)
     s.runs = timed_runs(record.parent / "sweep" / "sweep.json", outcome.env, s)
     s.recommended = _recommendation(rows, outcome.recorded)
-    s.predicted_recommendation = _recommendation(_predicted_k(rows, s, PREDICT_K), outcome.recorded)
+    timed = _predicted_k(rows, s, PREDICT_K)
+    s.timed_k = len(timed)
+    s.predicted_recommendation = _recommendation(timed, outcome.recorded)
     return s
 
 
@@ -262,14 +267,19 @@ def _recommendation(rows: pd.DataFrame, recorded: tuple[int, int]) -> str:
 
 
 def _predicted_k(rows: pd.DataFrame, s: Scored, k: int) -> pd.DataFrame:
-    """The measured rows a ``--predict k`` sweep would have run: the recorded setting and
-    the ``k`` others ranked first, as ``sweep --predict k`` ranks them (``Prediction.ranked``)."""
+    """The measured rows a ``--predict k`` sweep would have run (``sweep/predicted.py``): the
+    recorded setting, the ``k`` others ranked first, as ``sweep --predict k`` ranks them
+    (``Prediction.ranked``), and those it times anyway: the settings not predicted (intra-op
+    above 1 from a recording at 1) and a server's at two paces (``at_two_paces``)."""
     f = s.frame
     others = f[~f["recorded"]].nsmallest(k, "rank")
     keep = {tuple(s.recorded)}
     keep |= {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"], strict=True)}
-    mask = [(int(a), int(e)) in keep for a, e in zip(rows["intra"], rows["inter"], strict=True)]
-    return rows[mask].reset_index(drop=True)
+    unsure = f[[at_two_paces(str(b)) for b in f["basis"]]]
+    keep |= {(int(a), int(e)) for a, e in zip(unsure["intra"], unsure["inter"], strict=True)}
+    predicted = {(int(a), int(e)) for a, e in zip(f["intra"], f["inter"], strict=True)}
+    pairs = [(int(a), int(e)) for a, e in zip(rows["intra"], rows["inter"], strict=True)]
+    return rows[[p in keep or p not in predicted for p in pairs]].reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +308,7 @@ def figures(scored: Sequence[Scored]) -> dict[str, Any]:
     reached = [s.reaches() for s in predicted if s.reaches() is not None]
     apart = [s.told_apart() for s in predicted]
     grid = sum(s.grid_size for s in predicted)
-    runs_k = sum(min(s.grid_size, PREDICT_K + 1) for s in predicted)
+    runs_k = sum(s.timed_k for s in predicted)
     return {
         "workloads": len(scored),
         "predicted": len(predicted),

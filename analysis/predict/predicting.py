@@ -38,6 +38,7 @@ from tftrace.analysis.predict.result import (
     CALIBRATED,
     EXTRAPOLATION,
     RECORDED,
+    TWO_PACES,
     Prediction,
     SettingPrediction,
 )
@@ -133,6 +134,7 @@ def predict(
         if pipe is not None and pipe.bound
         else None
     )
+    two_paces = subject.pace is not None and subject.pace.two_paces
     replays = Replays(
         subject.works,
         cores,
@@ -141,7 +143,7 @@ def predict(
         subject.thread_of,
         items.background,
         pace,
-        two_paces=subject.pace is not None and subject.pace.two_paces,
+        two_paces=two_paces,
     )
     replayed = replays.span(rec_intra, rec_inter)
     charged = replays.charge_crowding(rec_intra, rec_inter, subject.replayed_ns)
@@ -172,7 +174,7 @@ def predict(
                     _reason(gains, host_share, pace is not None) if reasons else "",
                     gains,
                     host_share,
-                    _basis(i, k, rec_intra, rec_inter, cores),
+                    _basis(i, k, rec_intra, rec_inter, cores, two_paces),
                     served,
                 )
             )
@@ -353,12 +355,18 @@ def _values(
     return sorted({int(v) for v in values} | {recorded})
 
 
-def _basis(intra: int, inter: int, rec_intra: int, rec_inter: int, cores: float) -> str:
+def _basis(
+    intra: int, inter: int, rec_intra: int, rec_inter: int, cores: float, two_paces: bool = False
+) -> str:
+    """How sure a setting's figure is (``result.py``): recorded, calibrated, an extrapolation
+    (and why), or, for a server at two paces, less sure whatever the setting."""
     if (intra, inter) == (rec_intra, rec_inter):
         return RECORDED
     beyond = [f"{what} {n}" for what, n in (("intra", intra), ("inter", inter)) if n > cores]
     if beyond:
-        return f"{EXTRAPOLATION}: {', '.join(beyond)} > {cores:g} CPUs"
-    if intra > rec_intra:
-        return f"{EXTRAPOLATION}: intra {intra} > recorded {rec_intra}"
-    return CALIBRATED
+        why = f"{', '.join(beyond)} > {cores:g} CPUs"
+    elif intra > rec_intra:
+        why = f"intra {intra} > recorded {rec_intra}"
+    else:
+        return TWO_PACES if two_paces else CALIBRATED
+    return f"{EXTRAPOLATION}: {why}" + ("; two paces" if two_paces else "")

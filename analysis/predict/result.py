@@ -15,6 +15,17 @@ from tftrace.analysis.presenting import as_html, as_text
 RECORDED = "recorded"  # the basis of the recorded setting: the prediction is the recording
 CALIBRATED = "calibrated"  # the replay, scaled by its residual at the recorded setting
 EXTRAPOLATION = "extrapolation"  # beyond what the run shows: its basis says how
+# A server whose requests ran at two paces (``metrics.request_pace``): the setting moves the
+# time spent at each, which the replay does not (docs/predict.md, "A server's two paces").
+TWO_PACES = "less sure: two paces"
+
+
+def at_two_paces(basis: str) -> bool:
+    """Whether a setting's ``basis`` says its server ran at two paces (``TWO_PACES``, or an
+    extrapolation's ``; two paces``): the model cannot rank such settings."""
+    return basis == TWO_PACES or basis.endswith("; two paces")
+
+
 # A setting is recommended by its prediction only this much faster than the recorded one:
 # below, the replay's own rounding and the steps it samples decide (docs/predict.md).
 RECOMMEND_GAIN = 1.02
@@ -167,11 +178,22 @@ class Prediction:
             left.remove(order[-1])
         return order
 
+    @property
+    def recommend_gain(self) -> float:
+        """How much faster than the recorded setting the best must be predicted to be
+        recommended: ``RECOMMEND_GAIN``, and for a server at two paces at least its fast
+        pace's requests/s over the window's, which a setting inside that span may owe to
+        the pace alone (``TWO_PACES``)."""
+        pace, server = self.pace, self.server
+        if pace is None or not pace.two_paces or server is None or server.requests_per_s <= 0:
+            return RECOMMEND_GAIN
+        return max(RECOMMEND_GAIN, pace.fast.rate / server.requests_per_s)
+
     def recommended(self) -> SettingPrediction | None:
-        """The setting predicted fastest where it is ``RECOMMEND_GAIN`` faster than the
+        """The setting predicted fastest where it is ``recommend_gain`` faster than the
         recorded one; None: keep the recorded setting."""
         best = self.best()
-        return None if best.recorded or best.speedup < RECOMMEND_GAIN else best
+        return None if best.recorded or best.speedup < self.recommend_gain else best
 
     def setting(self, intra: int, inter: int) -> SettingPrediction:
         """The prediction of one setting (KeyError when it was not asked for)."""

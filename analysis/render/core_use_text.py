@@ -70,10 +70,17 @@ def predicted_lines(analysis: Analysis) -> list[str]:
     if use is not None and use.max_speedup is not None:
         ceiling = f"; the bound above is its ceiling ({use.max_speedup:.1f}x)"
     if best is None:
+        need = guess.recommend_gain
+        paced = (
+            f" (its requests' fast pace alone ran {need:.2f}x the window's: a setting "
+            "predicted inside that span may owe it to the pace)"
+            if need > RECOMMEND_GAIN
+            else ""
+        )
         return [
-            f"predicted: none of {len(guess.settings)} settings is {RECOMMEND_GAIN - 1:.0%} "
+            f"predicted: none of {len(guess.settings)} settings is {need - 1:.0%} "
             f"faster than the run's own (intra {guess.recorded_intra}, inter "
-            f"{guess.recorded_inter}){ceiling}"
+            f"{guess.recorded_inter}){paced}{ceiling}"
         ]
     speedup = f"{best.speedup:.2f}x"
     if use is not None and use.max_speedup is not None and best.speedup > use.max_speedup:

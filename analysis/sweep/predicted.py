@@ -5,7 +5,8 @@ predicted fastest timed.
 What it saves is said (timed runs not made), and so is what it may have missed: the best
 setting not run, by its prediction, against the recommended one's, with the model's error
 (``MODEL_ERROR``, the accuracy target of docs/predict.md). Settings the model cannot rank (an
-intra-op pool above 1 from a baseline at intra-op 1) are timed anyway. Where the run cannot be
+intra-op pool above 1 from a baseline at intra-op 1, and every setting of a server whose
+requests ran at two paces: ``result.at_two_paces``) are timed anyway. Where the run cannot be
 predicted at all (a trace without thread-pool events, a server with too few requests), the
 whole grid is timed and the result says why. A server swept for a latency percentile
 (``--objective p50`` or ``p99``) is ranked by that percentile's prediction; otherwise by the
@@ -20,7 +21,7 @@ from typing import Any
 
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.predicting import predict, recorded_sizes
-from tftrace.analysis.predict.result import SettingPrediction
+from tftrace.analysis.predict.result import SettingPrediction, at_two_paces
 from tftrace.analysis.sweep.timing import Objective
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import Setting, SweepError
@@ -70,6 +71,12 @@ class Narrowed:
             f"from one recorded run of the baseline; timed {len(self.settings)} ({picked}, "
             f"predicted speedups): {saved} of {len(self.grid) * repeat} timed runs saved"
         ]
+        if any(at_two_paces(b) for b in self.bases.values()):
+            lines.append(
+                "every setting predicted was timed: the baseline's requests ran at two paces, "
+                "and the setting moves the time spent at each, which the model does not "
+                'predict (docs/predict.md, "A server\'s two paces")'
+            )
         skipped = [s for s in self.grid if s.key() not in ran and s.key() in self.speedups]
         if not skipped:
             return lines
@@ -160,8 +167,17 @@ def narrow(
         (s for s in rankable if s.key() != baseline.key()), key=lambda s: order[pairs[s.key()]]
     )
     keep = {baseline.key()} | {s.key() for s in others[:k]}
-    keep |= {s.key() for s in grid if s.key() not in speedups}
+    keep |= timed_anyway(grid, bases)
     return Narrowed(k, grid, tuple(s for s in grid if s.key() in keep), speedups, bases)
+
+
+def timed_anyway(
+    grid: Sequence[Setting], bases: dict[tuple[Any, ...], str]
+) -> set[tuple[Any, ...]]:
+    """The settings of ``grid`` timed whatever their prediction (``bases``: each predicted
+    one's basis, by ``Setting.key()``): those not predicted, and every one of a server whose
+    requests ran at two paces, which the model cannot rank (``result.at_two_paces``)."""
+    return {s.key() for s in grid if s.key() not in bases or at_two_paces(bases[s.key()])}
 
 
 def _figure(p: SettingPrediction, objective: Objective) -> float:

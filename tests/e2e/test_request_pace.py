@@ -66,6 +66,12 @@ def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
     # the paces' span against the window's requests per second: slow below 1x, fast above
     span = re.search(r"the paces alone span ([0-9.]+)x to ([0-9.]+)x", said)
     assert span is not None and float(span[1]) < 1 < float(span[2])
-    as_json = run_tftrace("predict", "--json", out, "--intra", "2", "--inter", "2")
+    as_json = run_tftrace("predict", "--json", out, "--intra", "1,2", "--inter", "1,2")
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout)["request_pace"]["two_paces"] is True
+    shown = json.loads(as_json.stdout)
+    assert shown["request_pace"]["two_paces"] is True
+    # every setting but the recorded one is said to be less sure, in the table and its JSON
+    bases = {(s["intra"], s["inter"]): s["basis"] for s in shown["settings"]}
+    assert bases.pop((2, 2)) == "recorded"
+    assert set(bases.values()) == {"less sure: two paces"}, bases
+    assert "less sure" in said  # the table's basis column (its cells may wrap)

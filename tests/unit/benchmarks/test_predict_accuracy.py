@@ -11,7 +11,7 @@ from conftest import load_benchmark
 pa = load_benchmark("predict_accuracy")
 
 
-def scored(name, recorded, rows, pick=None, order=None):
+def scored(name, recorded, rows, pick=None, order=None, basis="calibrated"):
     """rows: (intra, inter, measured s, predicted s); speedups over the recorded setting;
     ``pick``: what the prediction recommends (``Prediction.recommended``), None: keep;
     ``order``: the settings as ``Prediction.ranked`` orders them (default: fastest
@@ -27,7 +27,7 @@ def scored(name, recorded, rows, pick=None, order=None):
             "predicted_s": p,
             "meas_speedup": rec[2] / m,
             "pred_speedup": rec[3] / p,
-            "basis": "calibrated",
+            "basis": "recorded" if (a, e) == recorded else basis,
             "reason": "cores",
             "rank": order.index((a, e)),
         }
@@ -114,10 +114,25 @@ def test_a_predict_2_sweep_takes_the_settings_in_the_predictions_order_not_its_r
     assert pa._recommendation(picked, (2, 1)) == pa._recommendation(rows, (2, 1)) == "1/1"
 
 
+def test_a_predict_2_sweep_times_what_it_cannot_rank_too():
+    """As ``sweep --predict 2`` does: every setting of a server at two paces, and the grid's
+    settings not predicted (intra-op 2 from a recording at intra-op 1)."""
+    rows = pd.DataFrame(
+        [{"intra": a, "inter": e, "runs": 5, "median_s": m, "min_s": m * 0.99,
+          "max_s": m * 1.01} for a, e, m, _ in GRID]
+    )  # fmt: skip
+    paced = scored("paced", (2, 2), GRID, basis="less sure: two paces")
+    assert len(pa._predicted_k(rows, paced, 1)) == len(GRID)
+    at_1 = scored("at-1", (1, 1), [r for r in GRID if r[0] == 1])
+    picked = pa._predicted_k(rows, at_1, 0)
+    assert sorted(zip(picked["intra"], picked["inter"], strict=True)) == [(1, 1), (2, 1), (2, 2)]
+
+
 def test_figures_and_their_verdicts():
     skipped = pa.Scored("server", (2, 2), skipped="this run is a server")
     for s in (GOOD, WRONG, skipped):
         s.grid_size = 6
+    GOOD.timed_k = WRONG.timed_k = 3
     GOOD.recommended, GOOD.predicted_recommendation = "1/2", "1/2"
     WRONG.recommended, WRONG.predicted_recommendation = "1/2", "keep"
     f = pa.figures([GOOD, WRONG, skipped])

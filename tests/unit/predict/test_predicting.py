@@ -26,7 +26,8 @@ from builders import (
 from tftrace.analysis.model.event_kinds import EventKind
 from tftrace.analysis.model.pools import Pool
 from tftrace.analysis.predict import predict
-from tftrace.analysis.predict.predicting import CHAIN, CORES, EIGEN, HOST_TIME, INTER_OP
+from tftrace.analysis.predict.predicting import CHAIN, CORES, EIGEN, HOST_TIME, INTER_OP, _basis
+from tftrace.analysis.predict.result import at_two_paces
 from tftrace.errors import TftraceError
 from tftrace.tracer.manifest_reader import Manifest
 
@@ -118,6 +119,24 @@ def test_intra_above_the_recorded_is_an_extrapolation_within_the_cpus():
     # 8 cores: no sharing, so 30 ms of work (its thread and both workers, 10 ms each) over 3
     # lanes; at intra-op 4 over 5 (the caller and 4 workers): 10 ms -> 6
     assert p.settings[1].step_ms == pytest.approx(12 - 10 + 6)
+
+
+@pytest.mark.parametrize(
+    ("setting", "two_paces", "basis"),
+    [
+        ((2, 2), True, "recorded"),
+        ((1, 2), False, "calibrated"),
+        ((1, 2), True, "less sure: two paces"),
+        ((2, 4), True, "extrapolation: inter 4 > 2 CPUs; two paces"),
+        ((4, 1), False, "extrapolation: intra 4 > 2 CPUs"),
+    ],
+)
+def test_a_server_at_two_paces_is_less_sure_at_every_other_setting(setting, two_paces, basis):
+    """Recorded at 2/2 on 2 CPUs: a server whose requests ran at two paces has every other
+    setting's figure said to be less sure (the setting moves the time spent at each pace);
+    an extrapolation keeps its own why too."""
+    assert _basis(*setting, 2, 2, 2.0, two_paces) == basis
+    assert at_two_paces(basis) == (two_paces and setting != (2, 2))
 
 
 def test_many_steps_are_sampled_and_said():

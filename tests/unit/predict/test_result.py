@@ -81,6 +81,39 @@ def test_a_setting_is_recommended_only_2_percent_faster_than_the_recorded(predic
     assert gains.recommended() == gains.setting(1, 2)
 
 
+def test_a_server_at_two_paces_is_told_to_change_only_beyond_its_fast_pace(prediction):
+    """Served at 100 requests/s, its fast pace 120 (two paces): 1.15x predicted is inside what
+    the pace alone gives, so the recorded setting is kept; 1.25x is beyond it. At one pace the
+    2 % rule holds."""
+    from tftrace.analysis.metrics.request_pace import Pace, RequestPace
+    from tftrace.analysis.predict.result import TWO_PACES, Served
+
+    paces = RequestPace(30, 50_000_000, Pace(80, 700, 8), Pace(120, 450, 4))
+    assert paces.two_paces
+    server = Served(100.0, 10.0, 9.0, 20.0)
+
+    def served(speedup, pace):
+        rows = ((2, 2, 1.0, RECORDED), (1, 2, speedup, TWO_PACES))
+        return dataclasses.replace(with_speedups(prediction, *rows), server=server, pace=pace)
+
+    assert served(1.15, paces).recommend_gain == pytest.approx(1.2)
+    assert served(1.15, paces).recommended() is None
+    beyond = served(1.25, paces)
+    assert beyond.recommended() == beyond.setting(1, 2)
+    one_pace = dataclasses.replace(paces, fast=Pace(101, 550, 5))
+    assert not one_pace.two_paces
+    assert served(1.15, one_pace).recommend_gain == pytest.approx(1.02)
+    assert served(1.15, one_pace).recommended() is not None
+    # the headline says why none is recommended
+    from types import SimpleNamespace
+
+    from tftrace.analysis.render.core_use_text import predicted_lines
+
+    said = " ".join(predicted_lines(SimpleNamespace(prediction=served(1.15, paces), core_use=None)))
+    assert "none of 2 settings is 20% faster than the run's own" in said
+    assert "its requests' fast pace alone ran 1.20x the window's" in said
+
+
 def test_ranked_orders_settings_predicted_alike_by_what_the_run_shows_then_threads(prediction):
     beyond = f"{EXTRAPOLATION}: inter 4 > 2 CPUs"
     # inter 4 by the replay's rounding a hair ahead of inter 2 (it flipped between recordings

@@ -9,7 +9,13 @@ import pytest
 
 from builders import sharded_step, stepped_run, two_closures_step
 from tftrace.analysis.model.pools import Pool
-from tftrace.analysis.sweep.predicted import MODEL_ERROR, Narrowed, check_predictable, narrow
+from tftrace.analysis.sweep.predicted import (
+    MODEL_ERROR,
+    Narrowed,
+    check_predictable,
+    narrow,
+    timed_anyway,
+)
 from tftrace.tracer.sweep_setting import Setting, SweepError
 
 MAIN, INTER, EIGEN = Pool.PYTHON_MAIN, Pool.INTER_OP, Pool.INTRA_OP
@@ -54,6 +60,29 @@ def test_a_setting_far_behind_is_said_to_be_safe_to_skip():
     assert n.speedups[Setting(1, 1).key()] < (1 - MODEL_ERROR)
     lines = Narrowed(1, n.grid, (Setting(2, 1),), n.speedups, n.bases).lines(Setting(2, 1), 5)
     assert lines[1].startswith("the whole grid would change the verdict only if the model")
+
+
+def test_a_server_at_two_paces_has_every_setting_timed():
+    """The model cannot rank the settings of a server whose requests ran at two paces: each
+    is timed whatever its prediction, and the result says why (none is left to miss)."""
+    settings = grid([1, 2], [1, 2])
+    bases = {
+        Setting(2, 2).key(): "recorded",
+        Setting(1, 1).key(): "less sure: two paces",
+        Setting(2, 1).key(): "less sure: two paces",
+    }  # 1/2 not predicted
+    assert timed_anyway(settings, bases) == {s.key() for s in grid([1, 2], [1, 2])} - {
+        Setting(2, 2).key()
+    }
+    calibrated = {k: "calibrated" if b != "recorded" else b for k, b in bases.items()}
+    assert timed_anyway(settings, calibrated) == {Setting(1, 2).key()}
+    speedups = dict.fromkeys(bases, 1.0)
+    lines = Narrowed(1, tuple(settings), tuple(settings), speedups, bases).lines(
+        Setting(2, 2), repeat=3
+    )
+    assert "0 of 12 timed runs saved" in lines[0]
+    assert lines[1].startswith("every setting predicted was timed: the baseline's requests ran")
+    assert len(lines) == 2  # nothing untimed to have changed the verdict
 
 
 def test_a_run_that_cannot_be_predicted_times_the_whole_grid():
