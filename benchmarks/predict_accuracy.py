@@ -77,7 +77,6 @@ from pooled_rank import pooled_spearman as pooled_spearman_of
 from split_half import best_agreement, reliability
 
 import tftrace
-from tftrace.analysis.predict.result import at_two_paces
 from tftrace.analysis.render.formatting import markdown_text
 from tftrace.errors import TftraceError
 from tftrace.tracer.manifest_reader import read_manifest
@@ -193,7 +192,7 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
         started = time.monotonic()
         guess = tftrace.predict(run, intra=intras, inter=sorted({int(v) for v in rows["inter"]}))
         s.notes.append(f"predicted in {time.monotonic() - started:.1f} s")
-        if guess.pace is not None and guess.pace.two_paces and guess.server is not None:
+        if guess.two_paces and guess.pace is not None and guess.server is not None:
             rate = guess.server.requests_per_s
             s.paces = (guess.pace.slow.rate / rate, guess.pace.fast.rate / rate)
     except TftraceError as e:
@@ -270,14 +269,14 @@ def _predicted_k(rows: pd.DataFrame, s: Scored, k: int) -> pd.DataFrame:
     """The measured rows a ``--predict k`` sweep would have run (``sweep/predicted.py``): the
     recorded setting, the ``k`` others ranked first, as ``sweep --predict k`` ranks them
     (``Prediction.ranked``), and those it times anyway: the settings not predicted (intra-op
-    above 1 from a recording at 1) and a server's at two paces (``at_two_paces``)."""
+    above 1 from a recording at 1) and every one of a server at two paces (``paces``)."""
     f = s.frame
     others = f[~f["recorded"]].nsmallest(k, "rank")
     keep = {tuple(s.recorded)}
     keep |= {(int(a), int(e)) for a, e in zip(others["intra"], others["inter"], strict=True)}
-    unsure = f[[at_two_paces(str(b)) for b in f["basis"]]]
-    keep |= {(int(a), int(e)) for a, e in zip(unsure["intra"], unsure["inter"], strict=True)}
     predicted = {(int(a), int(e)) for a, e in zip(f["intra"], f["inter"], strict=True)}
+    if s.paces is not None:  # as ``sweep/predicted.timed_anyway``
+        keep |= predicted
     pairs = [(int(a), int(e)) for a, e in zip(rows["intra"], rows["inter"], strict=True)]
     return rows[[p in keep or p not in predicted for p in pairs]].reset_index(drop=True)
 

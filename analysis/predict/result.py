@@ -20,12 +20,6 @@ EXTRAPOLATION = "extrapolation"  # beyond what the run shows: its basis says how
 TWO_PACES = "less sure: two paces"
 
 
-def at_two_paces(basis: str) -> bool:
-    """Whether a setting's ``basis`` says its server ran at two paces (``TWO_PACES``, or an
-    extrapolation's ``; two paces``): the model cannot rank such settings."""
-    return basis == TWO_PACES or basis.endswith("; two paces")
-
-
 # A setting is recommended by its prediction only this much faster than the recorded one:
 # below, the replay's own rounding and the steps it samples decide (docs/predict.md).
 RECOMMEND_GAIN = 1.02
@@ -179,13 +173,19 @@ class Prediction:
         return order
 
     @property
+    def two_paces(self) -> bool:
+        """Whether the server's requests ran at two paces (``RequestPace.two_paces``): the
+        model cannot rank its settings (``TWO_PACES``)."""
+        return self.pace is not None and self.pace.two_paces
+
+    @property
     def recommend_gain(self) -> float:
         """How much faster than the recorded setting the best must be predicted to be
         recommended: ``RECOMMEND_GAIN``, and for a server at two paces at least its fast
         pace's requests/s over the window's, which a setting inside that span may owe to
         the pace alone (``TWO_PACES``)."""
         pace, server = self.pace, self.server
-        if pace is None or not pace.two_paces or server is None or server.requests_per_s <= 0:
+        if not self.two_paces or pace is None or server is None or server.requests_per_s <= 0:
             return RECOMMEND_GAIN
         return max(RECOMMEND_GAIN, pace.fast.rate / server.requests_per_s)
 

@@ -6,7 +6,7 @@ What it saves is said (timed runs not made), and so is what it may have missed: 
 setting not run, by its prediction, against the recommended one's, with the model's error
 (``MODEL_ERROR``, the accuracy target of docs/predict.md). Settings the model cannot rank (an
 intra-op pool above 1 from a baseline at intra-op 1, and every setting of a server whose
-requests ran at two paces: ``result.at_two_paces``) are timed anyway. Where the run cannot be
+requests ran at two paces: ``Prediction.two_paces``) are timed anyway. Where the run cannot be
 predicted at all (a trace without thread-pool events, a server with too few requests), the
 whole grid is timed and the result says why. A server swept for a latency percentile
 (``--objective p50`` or ``p99``) is ranked by that percentile's prediction; otherwise by the
@@ -15,13 +15,13 @@ predicted requests (or steps) per second.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.predicting import predict, recorded_sizes
-from tftrace.analysis.predict.result import SettingPrediction, at_two_paces
+from tftrace.analysis.predict.result import SettingPrediction
 from tftrace.analysis.sweep.timing import Objective
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import Setting, SweepError
@@ -45,7 +45,8 @@ def check_predictable(k: int, varies_env: bool, varies_cpus: bool, instances: bo
 class Narrowed:
     """The settings to time (``settings``, in the grid's order) of the whole ``grid``, each
     predicted setting's speedup over the baseline (``speedups``, by ``Setting.key()``), and
-    ``why_not``: why nothing was predicted (then ``settings`` is the grid)."""
+    ``why_not``: why nothing was predicted (then ``settings`` is the grid); ``two_paces``:
+    the baseline's requests ran at two paces, so every setting was timed."""
 
     k: int
     grid: tuple[Setting, ...]
@@ -53,6 +54,7 @@ class Narrowed:
     speedups: dict[tuple[Any, ...], float] = field(default_factory=dict)
     bases: dict[tuple[Any, ...], str] = field(default_factory=dict)
     why_not: str | None = None
+    two_paces: bool = False
 
     def lines(self, recommended: Setting, repeat: int) -> list[str]:
         """What the shortcut did and what it may have missed, in sentences."""
@@ -71,7 +73,7 @@ class Narrowed:
             f"from one recorded run of the baseline; timed {len(self.settings)} ({picked}, "
             f"predicted speedups): {saved} of {len(self.grid) * repeat} timed runs saved"
         ]
-        if any(at_two_paces(b) for b in self.bases.values()):
+        if self.two_paces:
             lines.append(
                 "every setting predicted was timed: the baseline's requests ran at two paces, "
                 "and the setting moves the time spent at each, which the model does not "
@@ -167,17 +169,18 @@ def narrow(
         (s for s in rankable if s.key() != baseline.key()), key=lambda s: order[pairs[s.key()]]
     )
     keep = {baseline.key()} | {s.key() for s in others[:k]}
-    keep |= timed_anyway(grid, bases)
-    return Narrowed(k, grid, tuple(s for s in grid if s.key() in keep), speedups, bases)
+    keep |= timed_anyway(grid, speedups, guess.two_paces)
+    timed = tuple(s for s in grid if s.key() in keep)
+    return Narrowed(k, grid, timed, speedups, bases, two_paces=guess.two_paces)
 
 
 def timed_anyway(
-    grid: Sequence[Setting], bases: dict[tuple[Any, ...], str]
+    grid: Sequence[Setting], predicted: Collection[tuple[Any, ...]], two_paces: bool
 ) -> set[tuple[Any, ...]]:
-    """The settings of ``grid`` timed whatever their prediction (``bases``: each predicted
-    one's basis, by ``Setting.key()``): those not predicted, and every one of a server whose
-    requests ran at two paces, which the model cannot rank (``result.at_two_paces``)."""
-    return {s.key() for s in grid if s.key() not in bases or at_two_paces(bases[s.key()])}
+    """The settings of ``grid`` timed whatever their prediction: those not ``predicted`` (by
+    ``Setting.key()``), and every one where the baseline's requests ran at two paces, which
+    the model cannot rank (``Prediction.two_paces``)."""
+    return {s.key() for s in grid if two_paces or s.key() not in predicted}
 
 
 def _figure(p: SettingPrediction, objective: Objective) -> float:

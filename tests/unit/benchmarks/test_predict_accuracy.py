@@ -122,6 +122,7 @@ def test_a_predict_2_sweep_times_what_it_cannot_rank_too():
           "max_s": m * 1.01} for a, e, m, _ in GRID]
     )  # fmt: skip
     paced = scored("paced", (2, 2), GRID, basis="less sure: two paces")
+    paced.paces = (0.8, 1.2)  # what ``score`` sets for a server at two paces
     assert len(pa._predicted_k(rows, paced, 1)) == len(GRID)
     at_1 = scored("at-1", (1, 1), [r for r in GRID if r[0] == 1])
     picked = pa._predicted_k(rows, at_1, 0)
