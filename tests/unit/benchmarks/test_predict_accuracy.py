@@ -296,3 +296,19 @@ def test_a_two_paced_servers_span_and_the_settings_measured_inside_it():
         "  serve ran at two paces, 0.75x and 1.30x its window's requests/s: 2 of 3 settings "
         "measured inside that span"
     ]
+
+
+def test_the_rank_correlation_without_the_servers_at_two_paces():
+    one_pace = scored("one-pace", (2, 2), GRID)
+    two = scored("two", (2, 2), [(2, 2, 0.010, 0.010), (1, 2, 0.005, 0.012),
+                                 (2, 1, 0.012, 0.008)])  # fmt: skip
+    f = pa.figures([one_pace, two])
+    assert f["two_paces"] == [] and f["spearman_one_pace"] == f["spearman"] < 0.9
+    assert not any("two paces" in line for line, _ in pa.judgements(f))
+    two.paces = (0.75, 1.3)
+    f = pa.figures([one_pace, two])
+    assert f["two_paces"] == ["two"]
+    assert f["spearman_one_pace"] == pytest.approx(1.0)  # one-pace alone, ranked as measured
+    line, judged = next(x for x in pa.judgements(f) if "two paces" in x[0])
+    assert judged is None  # no target of its own: the target's figure keeps every workload
+    assert line.endswith("without the 1 at two paces (two: predicted less sure): 1.000")
