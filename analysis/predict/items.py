@@ -59,14 +59,13 @@ def outermost(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 class Items:
     """The items of the threads that own work over a span, one row each (columns ``thread``,
     ``start_ns``, ``end_ns``, ``what``: WORK, PYTHON, WAIT or INPUT; for WORK: ``serial``,
-    ``handoff``, ``parallel`` in ns and ``shards``), the inter-op closures (``thread``,
-    ``start_ns``, ``end_ns``, ``scheduled_ns``, ``scheduled_by``; -1 where no Record), the
-    recorded rate, and the shards' hand-off delays (ns)."""
+    ``handoff``, ``parallel`` and ``inline`` in ns and ``shards``), the inter-op closures
+    (``thread``, ``start_ns``, ``end_ns``, ``scheduled_ns``, ``scheduled_by``; -1 where no
+    Record) and the recorded rate."""
 
     items: pd.DataFrame
     closures: pd.DataFrame
     rate: Rate
-    handoffs: np.ndarray
     caller_share: float = 1.0  # of a core, an op's own thread while its shards ran
     caller_measured: bool = False  # by the OS sampler; else assumed (a whole core)
     split_together: float = 0.0  # share of [lo, hi] with two ops or more split at once
@@ -123,14 +122,12 @@ def thread_items(
     loads = [(s, e, _loads(rates.get(m), s, e)) for m, (s, e) in spans.items()]
     rate = recorded_rate(list(busy.values()), cores, lo, hi, lighter, held.recorded, loads)
     items = _with_op_work(items, shards, rate, share, on_cpu, held.wakeup is None)
-    handoffs = np.asarray([delay for _, _, _, delay, _, _ in shards], dtype=np.float64)
     together = concurrency([us for _, us, _ in covered], [ue for _, _, ue in covered], lo, hi)
     split_together = float(together.time_at_level(3)[2]) / max(hi - lo, 1)
     return Items(
         items,
         closures,
         rate,
-        handoffs,
         share,
         measured is not None,
         split_together,

@@ -34,9 +34,6 @@ def op_phases(op: OpWork, intra: int, recorded_intra: int, cores: float) -> list
             (WAITS, op.handoff, 1.0, HANDOFF, 0.0, 1.0),
             (PAR, op.parallel, cap, "", 0.0, slow),
         ]
-    if op.shards and op.inline >= 0:
+    if op.shards:
         return [(INLINE, op.inline, 1.0, "", 0.0, 1.0)]
-    return [
-        (CPU, op.serial, 1.0, "", 0.0, 1.0),
-        (INLINE if op.shards else CPU, op.parallel, 1.0, "", 0.0, 1.0),
-    ]
+    return [(CPU, op.serial, 1.0, "", 0.0, 1.0), (CPU, op.parallel, 1.0, "", 0.0, 1.0)]

@@ -5,8 +5,8 @@ Busy threads beyond the cores share them: with ``n`` threads busy on ``C`` cores
 at ``min(1, C / n)`` of a core. A span [a, b] of a thread busy throughout is then
 ``∫ min(1, C / n(t)) dt`` of work: ``Rate.work(a, b)``. "Busy" is what the replay counts: the
 inter-op threads inside a closure, the Eigen workers inside a region and the main thread
-inside an op (``StepWork`` builds the intervals). The main thread's Python is not counted:
-the replay keeps it as recorded.
+inside an op (``items.py`` builds the intervals); a main (or request) thread's Python outside
+its ops counts for the share of a core it used (``python``), as the replay's waits hold it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ A fluid model, event by event:
   workers it gets, the ops in that part sharing the pool (``intra`` / their count each),
   and its own thread at the ``caller`` share of a core the recording showed.
 - Busy threads beyond the cores share them: with ``d`` threads wanting a core, each gets
-  ``min(1, cores / d)`` of one (processor sharing). ``WAIT`` segments (Python, input, the
+  ``min(1, cores / d)`` of one (processor sharing). ``WAITS`` segments (Python, input, the
   main thread outside ops) keep their recorded time, but for the share of a core their
   thread used then (its ``load``, by the OS sampler: Python works, a blocked thread does
   not): that part wants a core and shares them as work does; what the replay does not run
@@ -132,11 +132,11 @@ class _Replay:
         rec_intra: int,
         caller: float,
         background: float,
-        beside_python: float = 0.0,
-        spin_ns: float = 0.0,
-        wake: Wakeup | None = None,
-        inter_wake: Wakeup | None = None,
-    ):
+        beside_python: float,
+        spin_ns: float,
+        wake: Wakeup | None,
+        inter_wake: Wakeup | None,
+    ):  # ``replay``'s arguments
         self.units = step.units
         self.spin_ns, self.wake, self.inter_wake = spin_ns, wake, inter_wake
         self.idle_since = [-float("inf")] * inter  # when each inter-op thread last went idle

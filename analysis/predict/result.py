@@ -55,11 +55,13 @@ class Served:
 class SettingPrediction:
     """One setting: its predicted mean step time (ms), its speedup over the recorded setting
     (> 1: faster), what binds it (``reason``: the resource that, doubled, would make it the
-    most faster, by at least 5 %; else ``python / host`` where the recorded waits fill half
-    its replayed time or more, else ``dependency chain``), how much faster each resource
-    doubled would make it (``gains``: 0.25 is 25 % faster), the share of its replayed time
-    in which only recorded waits ran (``host_share``), and its ``basis`` (``RECORDED``,
-    ``CALIBRATED``, or ``EXTRAPOLATION: why``).
+    most faster, by at least 5 %; else, where the recorded waits fill half its replayed time
+    or more, ``input pipeline`` for a step paced by its tf.data producers and ``python /
+    host`` for any other, else ``dependency chain``), how much faster each resource doubled
+    would make it (``gains``: 0.25 is 25 % faster), the share of its replayed time in which
+    only recorded waits ran (``host_share``), and its ``basis`` (``RECORDED``, ``CALIBRATED``,
+    ``EXTRAPOLATION: why``, or for a server at two paces ``TWO_PACES``, an extrapolation's
+    ending in ``; two paces``).
 
     For a server, ``speedup`` is its requests per second over the recorded setting's,
     ``step_ms`` a request's mean latency, and ``served`` has its requests/s and latency

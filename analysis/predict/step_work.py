@@ -7,8 +7,9 @@ start inside it. Each is a ``Unit``: the main thread's, then one per closure, ea
 - ``CPU``: work on the unit's thread (ns of a core): an inter-op thread's time between ops
   (the executor's own);
 - ``OP``: an op, with its serial, hand-off and parallel parts (``items.py``);
-- ``WAIT``: time kept as recorded, taking no core: the main thread outside ops (Python,
-  dispatch; ``why`` HOST), a ``tf.py_function`` (PYTHON), an iterator's get-next (INPUT);
+- ``WAITS``: time kept as recorded, wanting only the share of a core its thread used then
+  (``load``): the main thread outside ops (Python, dispatch; ``why`` HOST), a
+  ``tf.py_function`` (PYTHON), an iterator's get-next (INPUT);
 - ``SPAWN``: the Record of a closure: the closure becomes runnable here (the executor's
   order: what it waited for has ended by then);
 - ``JOIN``: the thread waits for the closures it scheduled from inside a wait op (a
@@ -46,7 +47,7 @@ from tftrace.analysis.predict.items import INPUT, PYTHON, WAIT, WORK, Items
 CPU, OP, WAITS, SPAWN, JOIN, MARK = "cpu", "op", "wait", "spawn", "join", "mark"
 BEGIN, END = "begin", "end"  # a MARK's edge of its request
 GAP = "gap"  # a CPU segment whose work is not worked out yet (``ns``: its index)
-HOST = "host"  # why a WAIT is kept: the main thread outside ops (PYTHON, INPUT: items.py)
+HOST = "host"  # why a WAITS segment is kept: the main thread outside ops (PYTHON, INPUT: items.py)
 
 
 @dataclass(frozen=True)
@@ -57,18 +58,17 @@ class OpWork:
     handoff: float
     parallel: float
     shards: int
-    inline: float = -1.0  # a split op's work run inline (intra-op 1): its shards' work;
-    # below 0 (not given): serial + parallel
+    inline: float  # a split op's work run inline (intra-op 1): its shards' work (``items.py``)
 
 
 @dataclass(frozen=True)
 class Segment:
     kind: str
-    ns: float = 0.0  # CPU: work; WAIT: wall time (its part on a CPU undone of the sharing)
-    why: str = ""  # WAIT: HOST, PYTHON or INPUT
+    ns: float = 0.0  # CPU: work; WAITS: wall time (its part on a CPU undone of the sharing)
+    why: str = ""  # WAITS: HOST, PYTHON or INPUT
     op: OpWork | None = None
     units: tuple[int, ...] = ()  # SPAWN: the closure; JOIN: the closures waited for
-    load: float = 0.0  # WAIT: the share of a core the thread used meanwhile (its Python)
+    load: float = 0.0  # WAITS: the share of a core the thread used meanwhile (its Python)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ def wakeup(
     """The ``Wakeup`` of the shards in [lo, hi] that a thread outside the pool Recorded,
     ``workers`` the pool's threads and ``budget_ns`` how long one spins; None where either
     state has too few. ``from_pool``: also those another of the pool's threads Recorded (an
-    inter-op closure that an idle thread steals)."""
+    inter-op closure that an idle thread steals); then too few taken awake is a take of 0
+    (a thread that spins takes one in under a microsecond), and only too few asleep is None."""
     regions = run.regions
     mine = regions[regions["thread"].isin(workers)].sort_values(["thread", "start_ns"])
     if mine.empty:

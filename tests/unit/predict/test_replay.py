@@ -70,9 +70,9 @@ def one_op(op: OpWork) -> StepWork:
 
 
 def test_an_op_spreads_its_parallel_part_over_the_pool_and_its_caller():
-    op = OpWork(serial=2 * MS, handoff=0.5 * MS, parallel=12 * MS, shards=4)
-    # intra 1: inline, no hand-off: 2 + 12
-    assert replay(one_op(op), 1, 1, 8, 2).span_ns == pytest.approx(14 * MS)
+    op = OpWork(serial=2 * MS, handoff=0.5 * MS, parallel=12 * MS, shards=4, inline=11 * MS)
+    # intra 1: inline, its shards' work alone (no hand-off, no split)
+    assert replay(one_op(op), 1, 1, 8, 2).span_ns == pytest.approx(11 * MS)
     # intra 2 on 8 cores: the caller and 2 workers: 2 + 0.5 + 12 / 3
     assert replay(one_op(op), 2, 1, 8, 2).span_ns == pytest.approx(6.5 * MS)
     # intra 2 on 2 cores: 3 lanes share 2 cores: 2 + 0.5 + 12 / 2
@@ -82,7 +82,7 @@ def test_an_op_spreads_its_parallel_part_over_the_pool_and_its_caller():
 def test_the_eigen_workers_spin_between_ops_and_crowd_the_cores():
     # two ops, 12 ms over the caller and 2 workers each (6 ms on 2 cores), 4 ms of work
     # between them on the op's thread: 16 ms without spin
-    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=2)
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=2, inline=12 * MS)
     main = Unit(0, True, (Segment(OP, op=op), Segment(CPU, 4 * MS), Segment(OP, op=op)))
     step = StepWork(1, 0, (main,))
     assert replay(step, 2, 1, 2, 2).span_ns == pytest.approx(16 * MS)
@@ -98,7 +98,7 @@ def test_the_eigen_workers_spin_between_ops_and_crowd_the_cores():
 def test_a_hand_off_costs_what_waking_the_pool_does_in_the_state_it_is_in():
     # two ops of 3 ms over the caller and 2 workers (1 ms each on 8 cores), ``gap`` ms of
     # work between them; the workers spin 2 ms once out of work
-    op = OpWork(serial=0, handoff=0, parallel=3 * MS, shards=2)
+    op = OpWork(serial=0, handoff=0, parallel=3 * MS, shards=2, inline=3 * MS)
     wake = Wakeup(awake_ns=0.1 * MS, asleep_ns=0.5 * MS)
 
     def span(gap: float, wake: Wakeup | None = wake, intra: int = 2) -> float:
@@ -184,7 +184,7 @@ def test_a_spinning_inter_op_thread_is_up_sooner_than_a_sleeping_one():
 def test_an_op_splits_no_finer_than_its_shards_allow():
     # one shard recorded at intra 2: at intra 2 its thread and that shard (2 lanes, not 3);
     # the pool splits it finer as it grows: 1 + 1 x intra / 2 lanes
-    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=1)
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=1, inline=12 * MS)
     assert replay(one_op(op), 2, 1, 8, 2).span_ns == pytest.approx(6 * MS)
     assert replay(one_op(op), 4, 1, 8, 2).span_ns == pytest.approx(4 * MS)
     assert replay(one_op(op), 8, 1, 8, 2).span_ns == pytest.approx(12 / 5 * MS)
@@ -193,7 +193,7 @@ def test_an_op_splits_no_finer_than_its_shards_allow():
 def test_ops_in_their_parallel_part_share_the_eigen_pool():
     # two closures, each one op of 12 ms parallel work, on intra 2, 8 cores: each gets one
     # worker beside its own thread: 12 / 2
-    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=8)
+    op = OpWork(serial=0, handoff=0, parallel=12 * MS, shards=8, inline=12 * MS)
     main = Unit(0, True, (*spawn(1, 2), Segment(JOIN, units=(1, 2))))
     units = [Unit(1, False, (Segment(OP, op=op),)), Unit(2, False, (Segment(OP, op=op),))]
     step = StepWork(1, 0, (main, *units))
@@ -205,16 +205,16 @@ def test_an_op_with_a_block_per_worker_waits_for_the_core_its_blocks_queued_on()
     # of parallel work is 4 blocks of 1 ms (under the kernel's 2 ms balance interval): the
     # caller and 4 workers would end in 2 ms at the cores' pace, and take 1.25x that, the
     # most loaded core's queue (``placement.py``)
-    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2)
+    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2, inline=4 * MS)
     assert replay(one_op(op), 2, 1, 2, 2).span_ns == pytest.approx(2 * MS)
     assert replay(one_op(op), 4, 1, 2, 2).span_ns == pytest.approx(2.5 * MS)
     # on 4 cores the 4 workers fit (5 lanes at the 4 cores' pace); with more shards than
     # workers a free worker takes the blocks left
     assert replay(one_op(op), 4, 1, 4, 2).span_ns == pytest.approx(1 * MS)
-    many = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=4)
+    many = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=4, inline=4 * MS)
     assert replay(one_op(many), 4, 1, 2, 2).span_ns == pytest.approx(2 * MS)
     # blocks of 10 ms, five times the balance interval: a fifth of the slowdown, 1.05x
-    long = OpWork(serial=0, handoff=0, parallel=40 * MS, shards=2)
+    long = OpWork(serial=0, handoff=0, parallel=40 * MS, shards=2, inline=40 * MS)
     assert replay(one_op(long), 4, 1, 2, 2).span_ns == pytest.approx(21 * MS)
 
 
@@ -223,7 +223,7 @@ def test_the_cores_a_queued_op_leaves_idle_go_to_the_other_threads():
     # cores; the op gets 1 / 1.25 of its 5/6 of the cores (4/3 of a core), the closure the
     # 2/3 of a core left, twice its due: the op's 4 ms end after 3 ms, the closure's 10 ms
     # after 3 + (10 - 2) = 11 ms
-    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2)
+    op = OpWork(serial=0, handoff=0, parallel=4 * MS, shards=2, inline=4 * MS)
     main = Unit(0, True, (*spawn(1, 2), Segment(JOIN, units=(1, 2))))
     units = [Unit(1, False, (Segment(OP, op=op),)), Unit(2, False, (Segment(CPU, 10 * MS),))]
     step = StepWork(1, 0, (main, *units))
