@@ -50,6 +50,11 @@ Two ways to run:
         score; about 40 minutes on 2 cores for the whole corpus. DIR/results.json is written
         as each workload ends, so ``--from DIR`` scores the runs again (on another machine:
         the table names the machine the runs were recorded on)
+    predict_accuracy.py --held-out [--only NAMES] [--repeat N] [--output DIR]
+        the same for three real models kept out of the corpus the model was shaped on
+        (``held_out``: Keras fits of an LSTM, a transformer and EfficientNetB0, scripts in
+        benchmarks/workloads/), about 40 minutes: do the figures hold on workloads the
+        model never saw? ``--from DIR`` scores them again
 
 ``--against DIR [DIR ...]`` scores the predictions against another saved sweep of the corpus
 as well (and this set's measurement against it: what a second measurement reaches).
@@ -605,9 +610,27 @@ def record_and_sweep(w: d.Workload, cpus: int, repeat: int, out: Path) -> d.Outc
     return outcome
 
 
-def run_corpus(names: list[str] | None, repeat: int, out: Path) -> list[Scored]:
+HELD_OUT_SCRIPTS = Path(__file__).resolve().parent / "workloads"
+
+
+def held_out(cpus: int) -> list[d.Workload]:
+    """Real models kept out of the corpus the model was shaped on, recorded at ``cpus`` /
+    ``cpus`` as the corpus's loops are: how its figures hold on workloads it never saw."""
+
+    def fit(name: str, script: str, about: str) -> d.Workload:
+        return d.Workload(name, HELD_OUT_SCRIPTS / script, (), cpus, cpus, about)
+
+    return [
+        fit("keras-lstm", "keras_fit_lstm.py", "Keras fit of an LSTM text classifier"),
+        fit("keras-transformer", "keras_fit_transformer.py",
+            "Keras fit of two transformer encoder blocks"),
+        fit("keras-efficientnet", "keras_fit_efficientnet.py",
+            "Keras fit of EfficientNetB0 (weights=None)"),
+    ]  # fmt: skip
+
+
+def run_corpus(entries: Sequence[d.Workload], repeat: int, out: Path) -> list[Scored]:
     cpus = len(os.sched_getaffinity(0))
-    entries = [w for w in d.corpus(cpus) if names is None or w.name in names]
     scored, outcomes = [], []
     for i, w in enumerate(entries, 1):
         d._say(f"[{i}/{len(entries)}] {w.name}: record and sweep (repeat {repeat})")
@@ -673,6 +696,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--only", help="comma-separated workload names (when running)")
     parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="run the held-out real models instead of the corpus (when running)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=d.DEFAULT_REPEAT,
@@ -693,13 +721,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = "from the saved runs of " + ", ".join(str(p) for p in args.saved)
     else:
         names = [n.strip() for n in args.only.split(",")] if args.only else None
-        known = [w.name for w in d.corpus(len(os.sched_getaffinity(0)))]
+        cpus = len(os.sched_getaffinity(0))
+        workloads = held_out(cpus) if args.held_out else d.corpus(cpus)
+        known = [w.name for w in workloads]
         unknown = [n for n in names or [] if n not in known]
         if unknown:
             parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(known)}")
         out = args.output or Path(tempfile.mkdtemp(prefix="tftrace-predict-"))
-        scored = run_corpus(names, args.repeat, out)
-        source = f"recorded and swept here (repeat {args.repeat}), runs in {out}"
+        entries = [w for w in workloads if names is None or w.name in names]
+        scored = run_corpus(entries, args.repeat, out)
+        which = "the held-out models" if args.held_out else "the corpus"
+        source = f"{which}, recorded and swept here (repeat {args.repeat}), runs in {out}"
         records = [out / s.name / "record" for s in scored]
     found = figures(scored)
     if other is not None:

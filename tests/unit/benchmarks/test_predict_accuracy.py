@@ -312,3 +312,14 @@ def test_the_rank_correlation_without_the_servers_at_two_paces():
     line, judged = next(x for x in pa.judgements(f) if "two paces" in x[0])
     assert judged is None  # no target of its own: the target's figure keeps every workload
     assert line.endswith("without the 1 at two paces (two: predicted less sure): 1.000")
+
+
+def test_the_held_out_models_are_apart_from_the_corpus_and_run_as_its_loops_do():
+    held = pa.held_out(2)
+    corpus = {w.name for w in pa.d.corpus(2)}
+    assert [w.name for w in held] == ["keras-lstm", "keras-transformer", "keras-efficientnet"]
+    assert not corpus & {w.name for w in held}
+    for w in held:
+        assert w.script.is_file() and w.script.parent.name == "workloads"
+        assert w.recorded == (2, 2) and w.objective is None  # a loop, timed by its steps
+    assert pa.d.sweep_axes(2, held[0].recorded) == ([1, 2, 4], [1, 2])
