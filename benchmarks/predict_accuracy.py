@@ -53,7 +53,7 @@ Two ways to run:
     predict_accuracy.py --held-out [--only NAMES] [--repeat N] [--output DIR]
         the same for three real models kept out of the corpus the model was shaped on
         (``held_out``: Keras fits of an LSTM, a transformer and EfficientNetB0, scripts in
-        benchmarks/workloads/), about 40 minutes: do the figures hold on workloads the
+        benchmarks/workloads/), about 35 minutes: do the figures hold on workloads the
         model never saw? ``--from DIR`` scores them again
 
 ``--against DIR [DIR ...]`` scores the predictions against another saved sweep of the corpus
