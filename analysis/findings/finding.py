@@ -179,16 +179,21 @@ class PredictedGain:
 
     speedup: float | None
     basis: str
+    # where the trace supports no one figure (a server at two paces): the speedup's span
+    bound: tuple[float, float] | None = None
 
     def label(self) -> str:
-        """``1.91x (calibrated)``, or ``none (why)``."""
+        """``1.91x (calibrated)``, ``0.76-1.24x (less sure: two paces)``, or ``none (why)``."""
         if self.speedup is None:
             return f"none ({self.basis})"
+        if self.bound is not None:
+            return f"{self.bound[0]:.2f}-{self.bound[1]:.2f}x ({self.basis})"
         return f"{self.speedup:.2f}x ({self.basis})"
 
     def to_json(self) -> dict[str, Any]:
         speedup = None if self.speedup is None else round(self.speedup, 4)
-        return {"speedup": speedup, "basis": self.basis}
+        bound = [round(v, 4) for v in self.bound] if self.bound else None
+        return {"speedup": speedup, "basis": self.basis, "speedup_bound": bound}
 
 
 @dataclass(frozen=True)

@@ -121,4 +121,4 @@ def _gain(guess: Prediction, advised: Pair | str) -> PredictedGain:
             f"the run was recorded at intra-op {guess.recorded_intra}: its ops hold no shards "
             "to spread over more workers",
         )
-    return PredictedGain(predicted.speedup, predicted.basis)
+    return PredictedGain(predicted.speedup, predicted.basis, predicted.bound)

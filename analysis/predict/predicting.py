@@ -41,9 +41,10 @@ from tftrace.analysis.predict.result import (
     TWO_PACES,
     Prediction,
     SettingPrediction,
+    pace_bound,
 )
 from tftrace.analysis.predict.step_work import OpWork, StepWork
-from tftrace.analysis.predict.subject import loop_subject, server_subject
+from tftrace.analysis.predict.subject import Subject, loop_subject, server_subject
 from tftrace.errors import TftraceError
 from tftrace.tracer.sweep_setting import ladder
 
@@ -135,6 +136,7 @@ def predict(
         else None
     )
     two_paces = subject.pace is not None and subject.pace.two_paces
+    paces = _pace_ratios(subject) if two_paces else None
     replays = Replays(
         subject.works,
         cores,
@@ -176,6 +178,9 @@ def predict(
                     host_share,
                     _basis(i, k, rec_intra, rec_inter, cores, two_paces),
                     served,
+                    None
+                    if paces is None or (i, k) == (rec_intra, rec_inter)
+                    else pace_bound(speedup, *paces),
                 )
             )
     residual = replayed / subject.replayed_ns - 1 if subject.replayed_ns else 0.0
@@ -207,6 +212,14 @@ def predict(
         profiler_cost(run),
         subject.pace,
     )
+
+
+def _pace_ratios(subject: Subject) -> tuple[float, float] | None:
+    """A server at two paces: its slow and fast pace's requests/s over the window's."""
+    pace, server = subject.pace, subject.server
+    if pace is None or server is None or server.requests_per_s <= 0:
+        return None
+    return pace.slow.rate / server.requests_per_s, pace.fast.rate / server.requests_per_s
 
 
 def _notes(

@@ -65,7 +65,12 @@ class SettingPrediction:
 
     For a server, ``speedup`` is its requests per second over the recorded setting's,
     ``step_ms`` a request's mean latency, and ``served`` has its requests/s and latency
-    percentiles (None for a loop)."""
+    percentiles (None for a loop).
+
+    ``bound``: where the trace cannot support one figure (a server at two paces, every
+    setting but the recorded one), the (low, high) span of the speedup: the replay's figure
+    at the slow pace and at the fast one (``pace_bound``). ``speedup`` is then the replay of
+    the recorded mix of the two, which the setting moves: read the span, not the figure."""
 
     intra: int
     inter: int
@@ -76,10 +81,28 @@ class SettingPrediction:
     host_share: float
     basis: str
     served: Served | None = None
+    bound: tuple[float, float] | None = None
 
     @property
     def recorded(self) -> bool:
         return self.basis == RECORDED
+
+    def speedup_label(self) -> str:
+        """``1.91x``, or where only a span is known ``0.76-1.24x``."""
+        if self.bound is None:
+            return f"{self.speedup:.2f}x"
+        low, high = self.bound
+        return f"{low:.2f}-{high:.2f}x"
+
+    def served_span(self) -> tuple[Served, Served] | None:
+        """A server's figures at the low and at the high end of ``bound`` (None without
+        one): requests/s scaled with the speedup, latencies against it (as many requests in
+        flight, each takes as much longer as fewer are served)."""
+        if self.bound is None or self.served is None or self.speedup <= 0:
+            return None
+        return _scaled(self.served, self.bound[0] / self.speedup), _scaled(
+            self.served, self.bound[1] / self.speedup
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,7 +115,26 @@ class SettingPrediction:
             "host_share": self.host_share,
             "basis": self.basis,
             "served": self.served.to_json() if self.served else None,
+            "speedup_bound": list(self.bound) if self.bound else None,
         }
+
+
+def pace_bound(speedup: float, slow: float, fast: float) -> tuple[float, float]:
+    """A setting's span at two paces: its replayed ``speedup`` (the recorded mix of the paces)
+    with all its requests at the slow pace and all at the fast one, ``slow`` and ``fast``
+    being those paces' requests/s over the recorded window's (docs/predict.md, "A server's
+    two paces")."""
+    return speedup * slow, speedup * fast
+
+
+def _scaled(served: Served, factor: float) -> Served:
+    """``served`` with ``factor`` times the requests/s, so each latency over ``factor``."""
+    return Served(
+        served.requests_per_s * factor,
+        served.mean_ms / factor,
+        served.p50_ms / factor,
+        served.p99_ms / factor,
+    )
 
 
 @dataclass(frozen=True, repr=False)

@@ -160,9 +160,10 @@ def _pace_note(pace: RequestPace, recorded_rate: float) -> str:
         "takes the recorded mix of the two as every setting's, and a setting that changes how "
         "often the request threads hand the interpreter lock over changes it, which one "
         f"recording does not show: the paces alone span {slow:.2f}x to {fast:.2f}x of the "
-        "recorded requests per second; take the figures as less sure (on 2 cores, a server "
-        "recorded at intra-op 2, inter-op 2 ran 2, 1 at 1.38x, predicted 0.97x, its paces "
-        "0.76x to 1.31x; docs/predict.md)"
+        "recorded requests per second, so each other setting is given as a span, its replayed "
+        "figure at the slow pace to it at the fast one, not as one figure (on 2 cores, a "
+        "server recorded at intra-op 2, inter-op 2 ran 2, 1 at 1.38x, replayed at 0.97x, its "
+        "paces 0.76x to 1.31x; docs/predict.md)"
     )
 
 

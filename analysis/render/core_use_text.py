@@ -82,16 +82,20 @@ def predicted_lines(analysis: Analysis) -> list[str]:
             f"faster than the run's own (intra {guess.recorded_intra}, inter "
             f"{guess.recorded_inter}){paced}{ceiling}"
         ]
-    speedup = f"{best.speedup:.2f}x"
-    if use is not None and use.max_speedup is not None and best.speedup > use.max_speedup:
+    speedup = best.speedup_label()
+    if (
+        use is not None
+        and use.max_speedup is not None
+        and best.bound is None
+        and best.speedup > use.max_speedup
+    ):
         # the bound holds whatever the model says: the cores cannot do more
         speedup = f"{use.max_speedup:.2f}x (the bound; the replay says {best.speedup:.2f}x)"
     gain = f"{speedup} faster"
     if best.served is not None and guess.server is not None:
-        gain = (
-            f"{speedup} the requests/s, p99 {best.served.p99_ms:.1f} ms "
-            f"(recorded {guess.server.p99_ms:.1f} ms)"
-        )
+        span = best.served_span()
+        p99 = f"{span[1].p99_ms:.1f}-{span[0].p99_ms:.1f}" if span else f"{best.served.p99_ms:.1f}"
+        gain = f"{speedup} the requests/s, p99 {p99} ms (recorded {guess.server.p99_ms:.1f} ms)"
     return [
         f"predicted best: intra {best.intra}, inter {best.inter}: {gain} "
         f"({best.basis}; {len(guess.settings)} settings predicted){ceiling}"

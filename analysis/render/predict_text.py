@@ -52,7 +52,7 @@ def prediction_table(p: Prediction) -> Table:
             str(s.intra),
             str(s.inter),
             f"{s.step_ms:.2f}",
-            f"{s.speedup:.2f}x",
+            s.speedup_label(),
             s.reason,
             s.basis,
         )
@@ -78,15 +78,20 @@ def _server_table(p: Prediction) -> Table:
     for s in p.settings:
         served = s.served
         assert served is not None
+        span = s.served_span()
+        # a span's latencies run from its fast end (low) to its slow end (high)
+        low, high = (span[1], span[0]) if span else (served, served)
         rows.append(
             (
                 str(s.intra),
                 str(s.inter),
-                f"{served.requests_per_s:.1f}",
-                f"{served.mean_ms:.2f}",
-                f"{served.p50_ms:.2f}",
-                f"{served.p99_ms:.2f}",
-                f"{s.speedup:.2f}x",
+                _figure(span[0].requests_per_s, span[1].requests_per_s, 1)
+                if span
+                else f"{served.requests_per_s:.1f}",
+                _figure(low.mean_ms, high.mean_ms),
+                _figure(low.p50_ms, high.p50_ms),
+                _figure(low.p99_ms, high.p99_ms),
+                s.speedup_label(),
                 s.reason,
                 s.basis,
             )
@@ -125,6 +130,13 @@ def prediction_page(p: Prediction) -> str:
 
     body = "".join(f"<p>{esc(line)}</p>" for line in headline(p))
     return page(f"tftrace predict: {p.path}", body + html_table(prediction_table(p), "h2"))
+
+
+def _figure(low: float, high: float, digits: int = 2) -> str:
+    """One figure, or a span where its ends differ: ``12.40`` or ``10.02-16.31``."""
+    if f"{low:.{digits}f}" == f"{high:.{digits}f}":
+        return f"{low:.{digits}f}"
+    return f"{low:.{digits}f}-{high:.{digits}f}"
 
 
 def _applied(p: Prediction) -> str:

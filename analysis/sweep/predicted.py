@@ -55,6 +55,18 @@ class Narrowed:
     bases: dict[tuple[Any, ...], str] = field(default_factory=dict)
     why_not: str | None = None
     two_paces: bool = False
+    # a setting whose speedup the trace bounds only (a server at two paces): (low, high)
+    bounds: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
+
+    def label(self, s: Setting) -> str:
+        """The setting and its predicted speedup: ``... 1.24x``, a span ``... 0.95-1.55x``
+        (a server at two paces), or ``... not predicted``."""
+        if s.key() in self.bounds:
+            low, high = self.bounds[s.key()]
+            return f"{s.label()} {low:.2f}-{high:.2f}x"
+        if s.key() in self.speedups:
+            return f"{s.label()} {self.speedups[s.key()]:.2f}x"
+        return f"{s.label()} not predicted"
 
     def lines(self, recommended: Setting, repeat: int) -> list[str]:
         """What the shortcut did and what it may have missed, in sentences."""
@@ -62,12 +74,7 @@ class Narrowed:
             return [f"--predict {self.k}: nothing predicted ({self.why_not}): the whole grid ran"]
         ran = {s.key() for s in self.settings}
         saved = (len(self.grid) - len(self.settings)) * repeat
-        picked = ", ".join(
-            f"{s.label()} {self.speedups[s.key()]:.2f}x"
-            if s.key() in self.speedups
-            else f"{s.label()} not predicted"
-            for s in self.settings
-        )
+        picked = ", ".join(self.label(s) for s in self.settings)
         lines = [
             f"--predict {self.k}: {len(self.speedups)} of {len(self.grid)} settings predicted "
             f"from one recorded run of the baseline; timed {len(self.settings)} ({picked}, "
@@ -110,6 +117,9 @@ class Narrowed:
                 {
                     **s.to_json(),
                     "predicted_speedup": self.speedups.get(s.key()),
+                    "predicted_bound": list(self.bounds[s.key()])
+                    if s.key() in self.bounds
+                    else None,
                     "basis": self.bases.get(s.key()),
                     "timed": s.key() in ran,
                 }
@@ -156,10 +166,16 @@ def narrow(
     except TftraceError as e:
         return Narrowed(k, grid, grid, why_not=str(e).removeprefix("predict: "))
     base_figure = _figure(guess.setting(*pairs[baseline.key()]), objective)
-    speedups, bases = {}, {}
+    speedups, bases, bounds = {}, {}, {}
     for s in rankable:
         p = guess.setting(*pairs[s.key()])
         speedups[s.key()], bases[s.key()] = _figure(p, objective) / base_figure, p.basis
+        if p.bound is not None and p.speedup > 0:
+            # the span moves every figure alike: requests/s with it, latencies against it
+            bounds[s.key()] = (
+                speedups[s.key()] * p.bound[0] / p.speedup,
+                speedups[s.key()] * p.bound[1] / p.speedup,
+            )
     # ranked as the prediction's best is chosen: settings predicted alike go by what the run
     # shows, then by fewer threads, never by the replay's rounding
     order = {
@@ -171,7 +187,7 @@ def narrow(
     keep = {baseline.key()} | {s.key() for s in others[:k]}
     keep |= timed_anyway(grid, speedups, guess.two_paces)
     timed = tuple(s for s in grid if s.key() in keep)
-    return Narrowed(k, grid, timed, speedups, bases, two_paces=guess.two_paces)
+    return Narrowed(k, grid, timed, speedups, bases, two_paces=guess.two_paces, bounds=bounds)
 
 
 def timed_anyway(

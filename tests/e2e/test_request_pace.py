@@ -75,3 +75,13 @@ def test_analyze_and_predict_say_so(recorded: tuple[Path, dict]) -> None:
     assert bases.pop((2, 2)) == "recorded"
     assert set(bases.values()) == {"less sure: two paces"}, bases
     assert "less sure" in said  # the table's basis column (its cells may wrap)
+    # ... and given as a span, not one figure: the replayed speedup at the slow pace and at
+    # the fast one, whose ratio is the paces' (the recorded setting stays one figure)
+    slow, fast = float(span[1]), float(span[2])
+    for s in shown["settings"]:
+        if (s["intra"], s["inter"]) == (2, 2):
+            assert s["speedup_bound"] is None
+            continue
+        low, high = s["speedup_bound"]
+        assert low < s["speedup"] < high
+        assert high / low == pytest.approx(fast / slow, rel=0.03)  # the text rounds

@@ -283,35 +283,58 @@ def test_a_corrupt_saved_run_is_refused_in_one_line_before_anything_runs(tmp_pat
         assert str(refused.value.code).startswith(f"{tmp_path / 'results.json'}: not a saved run")
 
 
-def test_a_two_paced_servers_span_and_the_settings_measured_inside_it():
-    # recorded 2/2 at 1 s a request; the others ran 1.25x, 0.8x and 0.5x as fast
+def spanned(s, low=0.75, high=1.3):
+    """``s`` as a server at two paces (``low``, ``high``: its paces over the window's): each
+    other setting predicted as its replayed speedup times either pace."""
+    s.paces = (low, high)
+    for r in s.settings:
+        if not r["recorded"]:
+            r["bound"] = [r["pred_speedup"] * low, r["pred_speedup"] * high]
+    return s
+
+
+def test_a_two_paced_servers_spans_and_the_settings_measured_inside_them():
+    # recorded 2/2 at 1 s a request; the others ran 1.25x, 0.8x and 0.5x as fast, each
+    # replayed at 1.0x: spans of 0.75-1.3x
     rows = [(2, 2, 1.0, 1.0), (2, 1, 0.8, 1.0), (1, 1, 1.25, 1.0), (4, 4, 2.0, 1.0)]
     s = scored("serve", (2, 2), rows)
-    assert s.inside_paces() == (0, 0)
+    assert not s.spans and s.inside_spans() == (0, 0)
     assert not any("two paces" in line for line in pa.detail([s]))
-    s.paces = (0.75, 1.3)
-    assert s.inside_paces() == (2, 3)  # 1.25x and 0.8x inside, 0.5x below
+    spanned(s)
+    assert s.spans and s.inside_spans() == (2, 3)  # 1.25x and 0.8x inside, 0.5x below
     said = [line for line in pa.detail([s]) if "two paces" in line]
     assert said == [
-        "  serve ran at two paces, 0.75x and 1.30x its window's requests/s: 2 of 3 settings "
-        "measured inside that span"
+        "  serve ran at two paces, 0.75x and 1.30x its window's requests/s; predicted spans: "
+        "2/1 0.75-1.30, 1/1 0.75-1.30, 4/4 0.75-1.30: 2 of 3 settings measured inside theirs"
     ]
+    # a span is checked against its own setting's replayed figure, not the paces alone
+    s.settings[3]["bound"] = [0.4, 0.6]
+    assert s.inside_spans() == (3, 3)
 
 
-def test_the_rank_correlation_without_the_servers_at_two_paces():
+def test_the_point_figures_are_scored_without_the_servers_predicted_as_spans():
     one_pace = scored("one-pace", (2, 2), GRID)
     two = scored("two", (2, 2), [(2, 2, 0.010, 0.010), (1, 2, 0.005, 0.012),
                                  (2, 1, 0.012, 0.008)])  # fmt: skip
     f = pa.figures([one_pace, two])
-    assert f["two_paces"] == [] and f["spearman_one_pace"] == f["spearman"] < 0.9
+    assert f["two_paces"] == [] and f["spearman_with_spans"] == f["spearman"] < 0.9
     assert not any("two paces" in line for line, _ in pa.judgements(f))
-    two.paces = (0.75, 1.3)
+    with_points = f["median_error"]
+    spanned(two)
     f = pa.figures([one_pace, two])
     assert f["two_paces"] == ["two"]
-    assert f["spearman_one_pace"] == pytest.approx(1.0)  # one-pace alone, ranked as measured
+    assert f["spearman"] == pytest.approx(1.0)  # one-pace alone, ranked as measured
+    assert f["spearman_with_spans"] < 0.9  # the replayed figures, still taken as points
+    assert f["median_error"] != with_points  # the spans' settings are not point errors
+    assert f["best_within"][1] == 2  # the pick is a decision on both
+    # 1/2 ran 2x against 0.63-1.08x, 2/1 0.83x against 0.94-1.63x
+    assert f["inside_spans"] == (0, 2)
+    target = pa.judgements(f)[0]
+    assert "on its grid; the servers predicted as spans left out, below): 1.000" in target[0]
+    assert target[1] is True
     line, judged = next(x for x in pa.judgements(f) if "two paces" in x[0])
-    assert judged is None  # no target of its own: the target's figure keeps every workload
-    assert line.endswith("without the 1 at two paces (two: predicted less sure): 1.000")
+    assert judged is None  # no target of its own
+    assert line.startswith("predicted as spans (a server at two paces: two): 0 of 2 settings")
 
 
 def test_the_held_out_models_are_apart_from_the_corpus_and_run_as_its_loops_do():

@@ -101,3 +101,28 @@ def test_a_charged_residual_is_said_in_the_calibration(prediction):
         "each setting by its crowded time"
     ) in words
     assert "every setting is scaled by it" not in words
+
+
+def test_a_server_at_two_paces_shows_each_other_setting_as_a_span():
+    """The replayed 1/1 with a span of 0.8x-1.2x its figure: requests/s and speedup from the
+    slow end to the fast one, latencies from the fast end (shortest) to the slow one; the
+    recorded setting stays one figure."""
+    from builders import served_run
+    from tftrace.analysis.predict.result import TWO_PACES
+
+    p = predict(served_run(), inter=(1, 2))
+    one = p.setting(1, 1)
+    assert one.served is not None
+    spanned = dataclasses.replace(
+        one, basis=TWO_PACES, bound=(one.speedup * 0.8, one.speedup * 1.2)
+    )
+    settings = tuple(spanned if s is one else s for s in p.settings)
+    row, recorded_row = (
+        prediction_table(dataclasses.replace(p, settings=settings)).rows[i] for i in (0, 1)
+    )
+    served = one.served
+    assert row[2] == f"{served.requests_per_s * 0.8:.1f}-{served.requests_per_s * 1.2:.1f}"
+    assert row[4] == f"{served.p50_ms / 1.2:.2f}-{served.p50_ms / 0.8:.2f}"
+    assert row[6] == f"{one.speedup * 0.8:.2f}-{one.speedup * 1.2:.2f}x"
+    assert row[8] == TWO_PACES
+    assert "-" not in recorded_row[2] and "-" not in recorded_row[6]

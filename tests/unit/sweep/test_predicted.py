@@ -74,10 +74,19 @@ def test_a_server_at_two_paces_has_every_setting_timed():
     assert timed_anyway(settings, bases, two_paces=True) == {s.key() for s in settings}
     assert timed_anyway(settings, bases, two_paces=False) == {Setting(1, 2).key()}
     speedups = dict.fromkeys(bases, 1.0)
-    lines = Narrowed(1, tuple(settings), tuple(settings), speedups, bases, two_paces=True).lines(
-        Setting(2, 2), repeat=3
+    bounds = {Setting(1, 1).key(): (0.8, 1.25), Setting(2, 1).key(): (0.8, 1.25)}
+    narrowed = Narrowed(
+        1, tuple(settings), tuple(settings), speedups, bases, two_paces=True, bounds=bounds
     )
+    lines = narrowed.lines(Setting(2, 2), repeat=3)
     assert "0 of 12 timed runs saved" in lines[0]
+    # each setting at two paces is its span, not one figure
+    assert "intra 1 · inter 1 0.80-1.25x" in lines[0] and "inter 2 1.00x" in lines[0]
+    assert "inter 2 not predicted" in lines[0]
+    json_rows = narrowed.to_json(Setting(2, 2), 3)["settings"]
+    assert [r["predicted_bound"] for r in json_rows if r["intra"] == r["inter"] == 1] == [
+        [0.8, 1.25]
+    ]
     assert lines[1].startswith("every setting predicted was timed: the baseline's requests ran")
     assert len(lines) == 2  # nothing untimed to have changed the verdict
 
