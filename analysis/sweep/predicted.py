@@ -55,7 +55,7 @@ class Narrowed:
     bases: dict[tuple[Any, ...], str] = field(default_factory=dict)
     why_not: str | None = None
     two_paces: bool = False
-    # a setting whose speedup the trace bounds only (a server at two paces): (low, high)
+    # the settings the trace gives only a span of (a server at two paces): (low, high)
     bounds: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
 
     def label(self, s: Setting) -> str:
