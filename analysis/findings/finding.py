@@ -183,11 +183,11 @@ class PredictedGain:
     bound: tuple[float, float] | None = None
 
     def label(self) -> str:
-        """``1.91x (calibrated)``, ``0.76-1.24x (less sure: two paces)``, or ``none (why)``."""
+        """``1.91x (calibrated)``, ``0.76x to 1.24x (less sure: two paces)``, or ``none (why)``."""
         if self.speedup is None:
             return f"none ({self.basis})"
         if self.bound is not None:
-            return f"{self.bound[0]:.2f}-{self.bound[1]:.2f}x ({self.basis})"
+            return f"{self.bound[0]:.2f}x to {self.bound[1]:.2f}x ({self.basis})"
         return f"{self.speedup:.2f}x ({self.basis})"
 
     def to_json(self) -> dict[str, Any]:

@@ -88,11 +88,11 @@ class SettingPrediction:
         return self.basis == RECORDED
 
     def speedup_label(self) -> str:
-        """``1.91x``, or where only a span is known ``0.76-1.24x``."""
+        """``1.91x``, or where only a span is known ``0.76x to 1.24x``."""
         if self.bound is None:
             return f"{self.speedup:.2f}x"
         low, high = self.bound
-        return f"{low:.2f}-{high:.2f}x"
+        return f"{low:.2f}x to {high:.2f}x"
 
     def served_span(self) -> tuple[Served, Served] | None:
         """A server's figures at the low and at the high end of ``bound`` (None without

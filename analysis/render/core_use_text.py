@@ -94,7 +94,9 @@ def predicted_lines(analysis: Analysis) -> list[str]:
     gain = f"{speedup} faster"
     if best.served is not None and guess.server is not None:
         span = best.served_span()
-        p99 = f"{span[1].p99_ms:.1f}-{span[0].p99_ms:.1f}" if span else f"{best.served.p99_ms:.1f}"
+        p99 = (
+            f"{span[1].p99_ms:.1f} to {span[0].p99_ms:.1f}" if span else f"{best.served.p99_ms:.1f}"
+        )
         gain = f"{speedup} the requests/s, p99 {p99} ms (recorded {guess.server.p99_ms:.1f} ms)"
     return [
         f"predicted best: intra {best.intra}, inter {best.inter}: {gain} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tftrace.analysis.predict.result import Prediction
+from tftrace.analysis.predict.result import Prediction, Served
 from tftrace.analysis.render.console import capture, say
 from tftrace.analysis.render.console import console as make_console
 from tftrace.analysis.render.html import page
@@ -85,7 +85,8 @@ def _server_table(p: Prediction) -> Table:
             (
                 str(s.intra),
                 str(s.inter),
-                _figure(span[0].requests_per_s, span[1].requests_per_s, 1)
+                # a span of hundreds of requests/s needs no tenths
+                _figure(span[0].requests_per_s, span[1].requests_per_s, _tenths(span[0]))
                 if span
                 else f"{served.requests_per_s:.1f}",
                 _figure(low.mean_ms, high.mean_ms),
@@ -102,6 +103,8 @@ def _server_table(p: Prediction) -> Table:
         f"threads) against {p.replayed_ms / (1 + p.residual):.1f} ms recorded (residual "
         f"{p.residual:+.1%}); {_applied(p)}; speedup: requests/s over the recorded setting's"
     )
+    # a narrow terminal puts a span's ends on two lines (at its space), never cuts a figure
+    widths = {i: {"overflow": "fold"} for i in range(2, 7)}
     return Table(
         "predicted requests per second and latency per setting",
         SERVER_HEADERS,
@@ -109,6 +112,7 @@ def _server_table(p: Prediction) -> Table:
         text_columns=0,
         text_at=(7, 8),
         notes=(calibration, *(f"note: {n}" for n in p.notes)),
+        column_options=widths,
     )
 
 
@@ -133,10 +137,16 @@ def prediction_page(p: Prediction) -> str:
 
 
 def _figure(low: float, high: float, digits: int = 2) -> str:
-    """One figure, or a span where its ends differ: ``12.40`` or ``10.02-16.31``."""
+    """One figure, or a span where its ends differ: ``12.40`` or ``10.02 to 16.31`` (the
+    space lets a narrow terminal put its ends on two lines, never cut one)."""
     if f"{low:.{digits}f}" == f"{high:.{digits}f}":
         return f"{low:.{digits}f}"
-    return f"{low:.{digits}f}-{high:.{digits}f}"
+    return f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def _tenths(slow: Served) -> int:
+    """Digits after the point for a span of requests/s that starts at ``slow``'s."""
+    return 0 if slow.requests_per_s >= 100 else 1
 
 
 def _applied(p: Prediction) -> str:

@@ -59,11 +59,11 @@ class Narrowed:
     bounds: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
 
     def label(self, s: Setting) -> str:
-        """The setting and its predicted speedup: ``... 1.24x``, a span ``... 0.95-1.55x``
+        """The setting and its predicted speedup: ``... 1.24x``, a span ``... 0.95x to 1.55x``
         (a server at two paces), or ``... not predicted``."""
         if s.key() in self.bounds:
             low, high = self.bounds[s.key()]
-            return f"{s.label()} {low:.2f}-{high:.2f}x"
+            return f"{s.label()} {low:.2f}x to {high:.2f}x"
         if s.key() in self.speedups:
             return f"{s.label()} {self.speedups[s.key()]:.2f}x"
         return f"{s.label()} not predicted"

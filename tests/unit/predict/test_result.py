@@ -129,7 +129,7 @@ def test_ranked_orders_settings_predicted_alike_by_what_the_run_shows_then_threa
 
 def test_a_setting_at_two_paces_is_a_span_in_every_figure(prediction):
     """Replayed at 1.1x with paces 0.8x and 1.2x of the window's requests/s: the span is
-    0.88-1.32x, 88-132 requests/s from 110, and each latency against it; the finding's label,
+    0.88x to 1.32x, 88 to 132 requests/s from 110, and each latency against it; the finding's label,
     the headline's best and the JSON carry the span, not the replayed figure alone."""
     from types import SimpleNamespace
 
@@ -144,7 +144,7 @@ def test_a_setting_at_two_paces_is_a_span_in_every_figure(prediction):
     setting = dataclasses.replace(
         prediction.settings[1], speedup=1.1, basis=TWO_PACES, served=served, bound=bound
     )
-    assert setting.speedup_label() == "0.88-1.32x"
+    assert setting.speedup_label() == "0.88x to 1.32x"
     span = setting.served_span()
     assert span is not None
     slow, fast = span
@@ -152,7 +152,7 @@ def test_a_setting_at_two_paces_is_a_span_in_every_figure(prediction):
     assert (slow.p99_ms, fast.p99_ms) == pytest.approx((25.0, 20 / 1.2))
     assert setting.to_json()["speedup_bound"] == pytest.approx([0.88, 1.32])
     gain = PredictedGain(setting.speedup, setting.basis, setting.bound)
-    assert gain.label() == f"0.88-1.32x ({TWO_PACES})"
+    assert gain.label() == f"0.88x to 1.32x ({TWO_PACES})"
     assert gain.to_json()["speedup_bound"] == pytest.approx([0.88, 1.32])
     # recommended (1.1x beyond a fast pace of 1.05x), the headline gives its span
     recorded = dataclasses.replace(prediction.settings[0], speedup=1.0, basis=RECORDED)
@@ -162,7 +162,7 @@ def test_a_setting_at_two_paces_is_a_span_in_every_figure(prediction):
     )
     assert guess.recommended() == setting
     said = " ".join(predicted_lines(SimpleNamespace(prediction=guess, core_use=None)))
-    assert ": 0.88-1.32x the requests/s, p99 16.7-25.0 ms (recorded 22.0 ms)" in said
+    assert ": 0.88x to 1.32x the requests/s, p99 16.7 to 25.0 ms (recorded 22.0 ms)" in said
     # one figure where the trace supports it
     assert prediction.settings[1].served_span() is None
-    assert "-" not in prediction.settings[1].speedup_label()
+    assert " to " not in prediction.settings[1].speedup_label()

@@ -104,7 +104,7 @@ def test_a_charged_residual_is_said_in_the_calibration(prediction):
 
 
 def test_a_server_at_two_paces_shows_each_other_setting_as_a_span():
-    """The replayed 1/1 with a span of 0.8x-1.2x its figure: requests/s and speedup from the
+    """The replayed 1/1 with a span of 0.8x to 1.2x its figure: requests/s and speedup from the
     slow end to the fast one, latencies from the fast end (shortest) to the slow one; the
     recorded setting stays one figure."""
     from builders import served_run
@@ -121,8 +121,12 @@ def test_a_server_at_two_paces_shows_each_other_setting_as_a_span():
         prediction_table(dataclasses.replace(p, settings=settings)).rows[i] for i in (0, 1)
     )
     served = one.served
-    assert row[2] == f"{served.requests_per_s * 0.8:.1f}-{served.requests_per_s * 1.2:.1f}"
-    assert row[4] == f"{served.p50_ms / 1.2:.2f}-{served.p50_ms / 0.8:.2f}"
-    assert row[6] == f"{one.speedup * 0.8:.2f}-{one.speedup * 1.2:.2f}x"
+    assert row[2] == f"{served.requests_per_s * 0.8:.1f} to {served.requests_per_s * 1.2:.1f}"
+    assert row[4] == f"{served.p50_ms / 1.2:.2f} to {served.p50_ms / 0.8:.2f}"
+    assert row[6] == f"{one.speedup * 0.8:.2f}x to {one.speedup * 1.2:.2f}x"
     assert row[8] == TWO_PACES
-    assert "-" not in recorded_row[2] and "-" not in recorded_row[6]
+    assert " to " not in recorded_row[2] and " to " not in recorded_row[6]
+    # drawn on the terminal, a span's ends may go on two lines, but neither is cut
+    drawn = str(dataclasses.replace(p, settings=settings))
+    ends = [end for cell in row[2:7] for end in cell.split(" to ")]
+    assert all(end in drawn for end in ends), (ends, drawn)

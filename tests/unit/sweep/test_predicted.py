@@ -81,7 +81,7 @@ def test_a_server_at_two_paces_has_every_setting_timed():
     lines = narrowed.lines(Setting(2, 2), repeat=3)
     assert "0 of 12 timed runs saved" in lines[0]
     # each setting at two paces is its span, not one figure
-    assert "intra 1 · inter 1 0.80-1.25x" in lines[0] and "inter 2 1.00x" in lines[0]
+    assert "intra 1 · inter 1 0.80x to 1.25x" in lines[0] and "inter 2 1.00x" in lines[0]
     assert "inter 2 not predicted" in lines[0]
     json_rows = narrowed.to_json(Setting(2, 2), 3)["settings"]
     assert [r["predicted_bound"] for r in json_rows if r["intra"] == r["inter"] == 1] == [
