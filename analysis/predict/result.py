@@ -276,7 +276,7 @@ class Prediction:
         best = self.best()
         return (
             f"<Prediction {self.path}: {len(self.settings)} settings, best intra {best.intra} "
-            f"inter {best.inter} ({best.speedup:.2f}x)>"
+            f"inter {best.inter} ({best.speedup_label()})>"
         )
 
     def __str__(self) -> str:
