@@ -208,8 +208,7 @@ def score(outcome: d.Outcome, record: Path) -> Scored:
         guess = tftrace.predict(run, intra=intras, inter=sorted({int(v) for v in rows["inter"]}))
         s.notes.append(f"predicted in {time.monotonic() - started:.1f} s")
         if guess.two_paces and guess.pace is not None and guess.server is not None:
-            rate = guess.server.requests_per_s
-            s.paces = (guess.pace.slow.rate / rate, guess.pace.fast.rate / rate)
+            s.paces = guess.pace.over(guess.server.requests_per_s)
     except TftraceError as e:
         s.skipped = str(e).removeprefix("predict: ")
         return s

@@ -165,6 +165,14 @@ class Verification:
         }
 
 
+def speedup_text(speedup: float, bound: tuple[float, float] | None = None) -> str:
+    """A predicted speedup: ``1.91x``, or where the trace supports only a span of it (a
+    server at two paces) ``0.76x to 1.24x``."""
+    if bound is None:
+        return f"{speedup:.2f}x"
+    return f"{bound[0]:.2f}x to {bound[1]:.2f}x"
+
+
 @dataclass(frozen=True)
 class PredictedGain:
     """A finding's advised pool sizes predicted from the trace (``tftrace.predict``): the
@@ -186,9 +194,7 @@ class PredictedGain:
         """``1.91x (calibrated)``, ``0.76x to 1.24x (less sure: two paces)``, or ``none (why)``."""
         if self.speedup is None:
             return f"none ({self.basis})"
-        if self.bound is not None:
-            return f"{self.bound[0]:.2f}x to {self.bound[1]:.2f}x ({self.basis})"
-        return f"{self.speedup:.2f}x ({self.basis})"
+        return f"{speedup_text(self.speedup, self.bound)} ({self.basis})"
 
     def to_json(self) -> dict[str, Any]:
         speedup = None if self.speedup is None else round(self.speedup, 4)

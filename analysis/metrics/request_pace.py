@@ -70,6 +70,10 @@ class RequestPace:
             and self.slow.switches > self.fast.switches
         )
 
+    def over(self, rate: float) -> tuple[float, float]:
+        """The slow and the fast pace's requests/s over ``rate`` (a window's, > 0)."""
+        return self.slow.rate / rate, self.fast.rate / rate
+
     def figures(self) -> str:
         """The thirds' figures: ``pace by 50 ms: the slowest third 1031 requests/s, ...``."""
         slow, fast = self.slow, self.fast

@@ -219,7 +219,7 @@ def _pace_ratios(subject: Subject) -> tuple[float, float] | None:
     pace, server = subject.pace, subject.server
     if pace is None or server is None or server.requests_per_s <= 0:
         return None
-    return pace.slow.rate / server.requests_per_s, pace.fast.rate / server.requests_per_s
+    return pace.over(server.requests_per_s)
 
 
 def _notes(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tftrace.analysis.findings.finding import speedup_text
 from tftrace.analysis.metrics.profiler_cost import ProfilerCost
 from tftrace.analysis.metrics.request_pace import RequestPace
 from tftrace.analysis.presenting import as_html, as_text
@@ -89,10 +90,7 @@ class SettingPrediction:
 
     def speedup_label(self) -> str:
         """``1.91x``, or where only a span is known ``0.76x to 1.24x``."""
-        if self.bound is None:
-            return f"{self.speedup:.2f}x"
-        low, high = self.bound
-        return f"{low:.2f}x to {high:.2f}x"
+        return speedup_text(self.speedup, self.bound)
 
     def served_span(self) -> tuple[Served, Served] | None:
         """A server's figures at the low and at the high end of ``bound`` (None without
@@ -231,7 +229,7 @@ class Prediction:
         pace, server = self.pace, self.server
         if not self.two_paces or pace is None or server is None or server.requests_per_s <= 0:
             return RECOMMEND_GAIN
-        return max(RECOMMEND_GAIN, pace.fast.rate / server.requests_per_s)
+        return max(RECOMMEND_GAIN, pace.over(server.requests_per_s)[1])
 
     def recommended(self) -> SettingPrediction | None:
         """The setting predicted fastest where it is ``recommend_gain`` faster than the

@@ -154,7 +154,7 @@ def server_subject(
 def _pace_note(pace: RequestPace, recorded_rate: float) -> str:
     """A server that ran at two paces (``RequestPace.two_paces``): what the replay misses, and
     the span of the two paces against the window's requests per second."""
-    slow, fast = pace.slow.rate / recorded_rate, pace.fast.rate / recorded_rate
+    slow, fast = pace.over(recorded_rate)
     return (
         f"the requests ran at two paces ({pace.figures()}): the replay "
         "takes the recorded mix of the two as every setting's, and a setting that changes how "

@@ -51,7 +51,7 @@ def pace_lines(analysis: Analysis) -> list[str]:
         return []
     return [
         f"but its requests ran at two paces (above), the fast one at "
-        f"{pace.fast.rate / requests.throughput:.2f}x the window's requests/s with less CPU a "
+        f"{pace.over(requests.throughput)[1]:.2f}x the window's requests/s with less CPU a "
         "request: the bound takes the recorded CPU a request as every setting's, and a "
         "setting that keeps the requests at the fast pace can pass it (docs/predict.md)"
     ]

@@ -19,6 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tftrace.analysis.findings.finding import speedup_text
 from tftrace.analysis.model.run import Run
 from tftrace.analysis.predict.predicting import predict, recorded_sizes
 from tftrace.analysis.predict.result import SettingPrediction
@@ -61,12 +62,9 @@ class Narrowed:
     def label(self, s: Setting) -> str:
         """The setting and its predicted speedup: ``... 1.24x``, a span ``... 0.95x to 1.55x``
         (a server at two paces), or ``... not predicted``."""
-        if s.key() in self.bounds:
-            low, high = self.bounds[s.key()]
-            return f"{s.label()} {low:.2f}x to {high:.2f}x"
-        if s.key() in self.speedups:
-            return f"{s.label()} {self.speedups[s.key()]:.2f}x"
-        return f"{s.label()} not predicted"
+        if s.key() not in self.speedups:
+            return f"{s.label()} not predicted"
+        return f"{s.label()} {speedup_text(self.speedups[s.key()], self.bounds.get(s.key()))}"
 
     def lines(self, recommended: Setting, repeat: int) -> list[str]:
         """What the shortcut did and what it may have missed, in sentences."""
