@@ -1,7 +1,8 @@
 """Steps of many small ops, each timed by the workload's own clock: argv[1] (default 30)
-calls of a tf.function of 300 elementwise ops on a small vector, which the profiler's cost
-per traced op slows by tens of percent. Prints OWN_STEPS=<JSON list of [start_ns, end_ns]>
-(CLOCK_MONOTONIC, the step timer's clock) at the end.
+calls of a tf.function of argv[2] (default 300) elementwise ops on a small vector, which the
+profiler's cost per traced op slows by tens of percent. Prints
+OWN_STEPS=<JSON list of [start_ns, end_ns]> (CLOCK_MONOTONIC, the step timer's clock) at the
+end.
 """
 
 import json
@@ -10,7 +11,7 @@ import time
 
 import tensorflow as tf
 
-OPS = 300
+OPS = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 
 
 @tf.function
