@@ -3,10 +3,11 @@ marker, or the script.
 
 The rows come from the workload's step timer (``workload/steps.json``): outermost
 ``tf.function`` (and ``ConcreteFunction``) calls and ``tf.profiler.experimental.Trace``
-blocks, each with wall and process-CPU clocks and its thread. Steady state is the span from
-the end of the first step to the end of the last one, so that tracing, graph building and
-first-touch warm-up (all in step one) stay out of the comparison. A marker (``Trace(NAME)``
-blocks) is timed in full instead.
+blocks, each with wall and process-CPU clocks and its thread, and, for an eager loop over a
+``tf.data`` dataset with neither, its iterator's ``next()`` calls: the loop's passes. Steady
+state is the span from the end of the first step to the end of the last one, so that
+tracing, graph building and first-touch warm-up (all in step one) stay out of the comparison.
+A marker (``Trace(NAME)`` blocks) is timed in full instead.
 
 A server is timed by its requests: when the steps are on two or more threads (each with at
 least ``MIN_CALLS`` of them, as ``analysis/metrics/work.py`` tells a server) whose calls
@@ -33,7 +34,9 @@ from tftrace.errors import TftraceError
 
 
 class Measure(str, enum.Enum):
-    AUTO = "auto"  # marker if given, else step annotations, else tf.function calls, else script
+    # marker if given, else step annotations, else tf.function calls, else a tf.data loop's
+    # passes, else the script
+    AUTO = "auto"
     STEPS = "steps"  # like auto, but fail instead of falling back to the script
     SCRIPT = "script"  # the workload's code, from its first line to its end
     PROCESS = "process"  # the whole process, interpreter start-up included
@@ -221,9 +224,11 @@ def from_marker(steps: pd.DataFrame, marker: str) -> Timing:
 
 
 def from_steps(steps: pd.DataFrame, warmup: int = 1) -> Timing | None:
-    """Steady state over ``Trace(..., step_num=)`` blocks, else over tf.function calls;
-    the first ``warmup`` steps (at least one: it traces) are left out. Steps on several
-    threads at once are a server's requests."""
+    """Steady state over ``Trace(..., step_num=)`` blocks, else over tf.function calls, else
+    over a tf.data loop's passes on the main thread (``next()`` on its iterator, from the end
+    of one to the end of the next); the first ``warmup`` steps (at least one: it traces, or
+    starts the pipeline) are left out. Steps on several threads at once are a server's
+    requests."""
     annotated = _most_common(steps[(steps["kind"] == "annotation") & steps["step_num"].notna()])
     if annotated is not None:
         name, rows = annotated
@@ -246,7 +251,12 @@ def from_steps(steps: pd.DataFrame, warmup: int = 1) -> Timing | None:
     if function is not None:
         name, rows = function
         return _steady(rows, f"steady state over tf.function {name!r} calls", warmup)
-    return None
+    passes = steps[steps["kind"] == "iteration"]
+    if main is not None:
+        passes = passes[passes["thread"] == main]
+    return _steady(
+        passes, "steady state over a tf.data loop's passes (next() on the main thread)", warmup
+    )
 
 
 def from_script(report: dict[str, Any]) -> Timing:
@@ -283,6 +293,7 @@ def measure(
     if how is Measure.STEPS:
         raise TimingError(
             f"no steady steps seen: the workload ran no more than {max(warmup, 1)} tf.function "
-            "calls or Trace(..., step_num=) blocks (use --measure script, or --marker NAME)"
+            "calls, Trace(..., step_num=) blocks or passes of a tf.data loop "
+            "(use --measure script, or --marker NAME)"
         )
     return replace(from_script(report), basis="the whole script (no steps seen)")

@@ -344,3 +344,19 @@ def test_summary_of_a_damaged_sweep_directory(tmp_path: Path):
     done = tftrace("summary", tmp_path)
     assert done.returncode == 2
     assert "not a sweep directory" in one_line_error(done.stderr)
+
+
+def test_an_eager_dataset_loop_is_timed_by_its_passes_not_its_script(tmp_path: Path):
+    """A loop over a dataset with no tf.function: its passes (50 ms each, by construction)
+    are the steps, the 0.5 s after the loop is not; the known answer is the workload's own
+    clock at the top of each pass."""
+    data = sweep(tmp_path / "s", "--intra", "1", "--repeat", "1", WORKLOADS / "dataset_loop.py")
+    (run,) = data["runs"]
+    assert run["basis"] == "steady state over a tf.data loop's passes (next() on the main thread)"
+    assert run["steps"] == 7  # 8 elements, the first pass starting the pipeline left out
+    out = (tmp_path / "s" / run["path"] / "workload" / "stdout.log").read_text()
+    line = next(ln for ln in out.splitlines() if ln.startswith("OWN_PASSES="))
+    own = json.loads(line.removeprefix("OWN_PASSES="))
+    # from the first element's arrival to the last's, over the passes between
+    assert run["time_s"] == pytest.approx((own[-1] - own[0]) / 1e9 / 7, rel=0.01)
+    assert run["time_s"] == pytest.approx(0.05, rel=0.2)  # sleeps: no quiet cores needed

@@ -21,6 +21,12 @@ and end: ``on_begin`` runs before an outermost ``tf.function`` call and before a
 only when the profiler runs), ``on_end`` after the call returns and after the block's event
 has ended. ``keep_rows=False`` keeps no rows (the window alone).
 
+A loop over a ``tf.data`` dataset in eager Python (``for batch in ds:`` with no
+``tf.function`` in it) has no call to time but its iterator's: each outermost ``next()`` that
+returns an element is a row of kind ``iteration``, so that such a loop is timed by its passes
+(``analysis/sweep/timing.py`` takes them only where no function or step block ran), not by
+the script, whose end holds the iterator's teardown (0 or 0.1-0.2 s, run to run).
+
 Rows go into a flat ``array('q')``, not a list of tuples: thousands of long-lived tuples
 make the garbage collector rescan TensorFlow's large heap, which cost ~50 us per call in
 a loop of tiny tf.function calls.
@@ -39,10 +45,11 @@ from tftrace.analysis.model.vocabulary import STEP_NUM_ARG
 
 FUNCTION = "tf.function"
 ANNOTATION = "annotation"
+ITERATION = "iteration"
 COLUMNS = ("kind", "name", "step_num", "thread", "start_ns", "end_ns", "cpu0_ns", "cpu1_ns")
 # kind codes in the array; a step number rides along only with STEP_ANNOTATION
-KINDS = {0: FUNCTION, 1: ANNOTATION, 2: ANNOTATION}
-FUNCTION_CODE, ANNOTATION_CODE, STEP_ANNOTATION_CODE = 0, 1, 2
+KINDS = {0: FUNCTION, 1: ANNOTATION, 2: ANNOTATION, 3: ITERATION}
+FUNCTION_CODE, ANNOTATION_CODE, STEP_ANNOTATION_CODE, ITERATION_CODE = 0, 1, 2, 3
 MASK = (1 << 63) - 1  # thread idents kept as non-negative int64
 
 
@@ -87,11 +94,14 @@ class StepTimer:
         return found
 
     def install(self) -> None:
-        """Wrap ``tf.function`` and ``ConcreteFunction`` calls and ``Trace`` blocks; a failure
-        only loses the timing."""
+        """Wrap ``tf.function`` and ``ConcreteFunction`` calls, ``Trace`` blocks and tf.data
+        iterators' ``next()``; a failure only loses the timing."""
         import tensorflow as tf
 
-        for hook in (self._wrap_function, self._wrap_concrete, self._wrap_trace):
+        hooks = [self._wrap_function, self._wrap_concrete, self._wrap_trace]
+        if self.keep_rows:  # passes are timed, never a profiled window's steps
+            hooks.append(self._wrap_iterator)
+        for hook in hooks:
             try:
                 hook(tf)
             except Exception as e:  # a TF whose internals differ: time the script instead
@@ -153,6 +163,48 @@ class StepTimer:
 
         call.__tftrace_wrapped__ = True  # type: ignore[attr-defined]
         cls.__call__ = call
+
+    def _wrap_iterator(self, tf: Any) -> None:
+        """Every class of TF's dataset iterators that defines its own ``__next__`` (in TF
+        2.16-2.21 ``OwnedIterator``, what ``iter(dataset)`` gives), found among the subclasses
+        of ``tf.data.Iterator``: making one would start TF's runtime (``_wrap_concrete``)."""
+        todo, classes = [tf.data.Iterator], []
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                todo.append(sub)
+                if "__next__" in vars(sub) and sub.__module__.startswith("tensorflow"):
+                    classes.append(sub)
+        if not classes:
+            raise RuntimeError("no tf.data iterator class with its own __next__ found")
+        for cls in classes:
+            self._wrap_next(cls)
+
+    def _wrap_next(self, cls: Any) -> None:
+        original = cls.__next__
+        if getattr(original, "__tftrace_wrapped__", False):
+            return
+        extend, name_id, depth = self.data.extend, self._name_id, self._depth
+        monotonic, cpu_clock = time.monotonic_ns, time.process_time_ns
+        get_ident = threading.get_ident
+
+        @functools.wraps(original)
+        def next_element(iterator: Any) -> Any:
+            # next() inside a function (while it traces) or another's next() is not a pass
+            if getattr(depth, "n", 0):
+                return original(iterator)
+            depth.n = 1
+            t0 = monotonic()
+            try:
+                element = original(iterator)
+            finally:
+                depth.n = 0
+            # StopIteration (the loop's end) raised above: only passes that got an element
+            row = (ITERATION_CODE, name_id("tf.data iterator"), 0, get_ident() & MASK)
+            extend((*row, t0, monotonic(), 0, cpu_clock()))
+            return element
+
+        next_element.__tftrace_wrapped__ = True  # type: ignore[attr-defined]
+        cls.__next__ = next_element
 
     def _wrap_trace(self, tf: Any) -> None:
         cls = tf.profiler.experimental.Trace

@@ -104,9 +104,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--measure",
         choices=("auto", "steps", "script", "process"),
         default="auto",
-        help="what to time: auto = the steady state between steps (tf.function calls or "
-        "Trace(..., step_num=) blocks), else the script; steps = fail without steps; "
-        "script = the workload's code; process = the whole process",
+        help="what to time: auto = the steady state between steps (tf.function calls, "
+        "Trace(..., step_num=) blocks, else a tf.data loop's passes), else the script; "
+        "steps = fail without steps; script = the workload's code; process = the whole process",
     )
     p.add_argument(
         "--warmup-steps",

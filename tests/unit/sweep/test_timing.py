@@ -93,6 +93,22 @@ def test_annotated_steps_win_over_function_calls_and_other_threads_are_ignored()
     assert "'main'" in measure(_steps(calls), REPORT, Measure.AUTO).basis
 
 
+def test_a_dataset_loops_passes_are_its_steps_only_without_functions_or_blocks():
+    # next() calls on the main thread end at 500 ms (the pipeline starting), then every
+    # 40 ms; the last element's pass and the iterator's teardown are not in any row
+    ends = [500 + 40 * i for i in range(6)]
+    passes = [["iteration", "tf.data iterator", None, 1, e * MS - MS, e * MS, 0, 0] for e in ends]
+    timing = measure(_steps(passes), REPORT, Measure.AUTO)
+    assert timing.steps == 5 and timing.per_unit == pytest.approx(0.04)
+    assert "tf.data loop's passes" in timing.basis
+    assert measure(_steps(passes), REPORT, Measure.STEPS).per_unit == pytest.approx(0.04)
+    # a tf.function called in the loop is the step; so are passes on another thread not
+    calls = [["tf.function", "train", None, 1, e * MS, e * MS + 30 * MS, 0, 0] for e in ends]
+    assert "'train'" in measure(_steps(passes + calls), REPORT, Measure.AUTO).basis
+    side = [[*row[:3], 2, *row[4:]] for row in passes]
+    assert "no steps seen" in measure(_steps(side), REPORT, Measure.AUTO).basis
+
+
 def test_marker_counts_the_time_inside_its_blocks():
     rows = [
         ["annotation", "measure", None, 1, 0, 200 * MS, 0, 100 * MS],
