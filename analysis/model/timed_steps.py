@@ -2,8 +2,9 @@
 read without trusting it: what a sweep times, and what a profiled window's run holds of the
 steps the profiler did not see (``metrics/profiler_cost.py``).
 
-One row per outermost ``tf.function`` (or ``ConcreteFunction``) call and ``Trace`` step block,
-on every thread: ``kind``, ``name``, ``step_num`` (a ``Trace(step_num=)`` block's, else None),
+One row per outermost ``tf.function`` (or ``ConcreteFunction``) call, ``Trace`` step block and
+``next()`` on a tf.data iterator that gave an element (kind ``iteration``), on every thread:
+``kind``, ``name``, ``step_num`` (a ``Trace(step_num=)`` block's, else None),
 ``thread`` (its Python ident), ``start_ns`` and ``end_ns`` on the run's axis, ``cpu0_ns`` and
 ``cpu1_ns`` (the process's CPU clock at its start and end). A row of another shape is left out
 and said in ``missing``. A sweep's timed runs are read by the same checks
