@@ -63,6 +63,22 @@ def _concrete_name(fn: Any) -> Any:
     return getattr(getattr(fn, "graph", None), "name", None) or "concrete function"
 
 
+def _defining(base: type, method: str) -> list[type]:
+    """TensorFlow's subclasses of ``base``, at any depth, that define ``method`` themselves;
+    RuntimeError where none does (a TF whose internals differ)."""
+    todo: list[type] = [base]
+    classes: list[type] = []
+    while todo:
+        subclasses: list[type] = todo.pop().__subclasses__()
+        for sub in subclasses:
+            todo.append(sub)
+            if method in vars(sub) and sub.__module__.startswith("tensorflow"):
+                classes.append(sub)
+    if not classes:
+        raise RuntimeError(f"no subclass of {base.__name__} with its own {method} found")
+    return classes
+
+
 class StepTimer:
     def __init__(
         self,
@@ -116,15 +132,7 @@ class StepTimer:
         inherits it). Found among the subclasses of ``tf.types.experimental.ConcreteFunction``
         rather than by tracing a function here: tracing would start TF's runtime, and with it
         size the pools before the workload's own code runs."""
-        todo, classes = [tf.types.experimental.ConcreteFunction], []
-        while todo:
-            for sub in todo.pop().__subclasses__():
-                todo.append(sub)
-                if "__call__" in vars(sub) and sub.__module__.startswith("tensorflow"):
-                    classes.append(sub)
-        if not classes:
-            raise RuntimeError("no ConcreteFunction class with its own __call__ found")
-        for cls in classes:
+        for cls in _defining(tf.types.experimental.ConcreteFunction, "__call__"):
             self._wrap_call(cls, _concrete_name)
 
     def _wrap_call(self, cls: Any, name_of: Callable[[Any], Any]) -> None:
@@ -168,15 +176,7 @@ class StepTimer:
         """Every class of TF's dataset iterators that defines its own ``__next__`` (in TF
         2.16-2.21 ``OwnedIterator``, what ``iter(dataset)`` gives), found among the subclasses
         of ``tf.data.Iterator``: making one would start TF's runtime (``_wrap_concrete``)."""
-        todo, classes = [tf.data.Iterator], []
-        while todo:
-            for sub in todo.pop().__subclasses__():
-                todo.append(sub)
-                if "__next__" in vars(sub) and sub.__module__.startswith("tensorflow"):
-                    classes.append(sub)
-        if not classes:
-            raise RuntimeError("no tf.data iterator class with its own __next__ found")
-        for cls in classes:
+        for cls in _defining(tf.data.Iterator, "__next__"):
             self._wrap_next(cls)
 
     def _wrap_next(self, cls: Any) -> None:
