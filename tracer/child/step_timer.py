@@ -183,9 +183,10 @@ class StepTimer:
         original = cls.__next__
         if getattr(original, "__tftrace_wrapped__", False):
             return
-        extend, name_id, depth = self.data.extend, self._name_id, self._depth
+        extend, depth = self.data.extend, self._depth
         monotonic, cpu_clock = time.monotonic_ns, time.process_time_ns
         get_ident = threading.get_ident
+        name = self._name_id("tf.data iterator")  # one name for every pass: looked up once
 
         @functools.wraps(original)
         def next_element(iterator: Any) -> Any:
@@ -199,8 +200,7 @@ class StepTimer:
             finally:
                 depth.n = 0
             # StopIteration (the loop's end) raised above: only passes that got an element
-            row = (ITERATION_CODE, name_id("tf.data iterator"), 0, get_ident() & MASK)
-            extend((*row, t0, monotonic(), 0, cpu_clock()))
+            extend((ITERATION_CODE, name, 0, get_ident() & MASK, t0, monotonic(), 0, cpu_clock()))
             return element
 
         next_element.__tftrace_wrapped__ = True  # type: ignore[attr-defined]
