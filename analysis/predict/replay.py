@@ -36,7 +36,9 @@ A fluid model, event by event:
 - The Eigen pool's spin: once no op is in its parallel part, the pool's ``intra`` workers spin
   for ``spin_ns`` before they sleep, each wanting a core as a busy thread does
   (``background.py`` measures it): at inter-op 1 the pool runs dry after every op, and the
-  op's thread shares the cores with them until the next.
+  op's thread shares the cores with them until the next. The inter-op pool is the same Eigen
+  pool, which leaves one idle thread spinning: an inter-op thread out of work wants a core
+  for ``spin_ns`` too, one at a time (Eigen's ``kMaxSpinningThreads``).
 - The interpreter lock: the CPU part of the waits that run Python (a thread's time outside
   its ops, a ``tf.py_function``) holds it, so all of them together run at most one core's
   worth: with Python wanting ``g`` > 1 cores, each gets ``1 / g`` of what it wants (a
@@ -140,6 +142,7 @@ class _Replay:
         self.units = step.units
         self.spin_ns, self.wake, self.inter_wake = spin_ns, wake, inter_wake
         self.idle_since = [-float("inf")] * inter  # when each inter-op thread last went idle
+        self.spinner, self.spin_until = -1, -float("inf")  # the idle one spinning, until when
         self.waking: list[tuple[float, int]] = []  # (when it is up, slot), in time order
         self.pool_used = -spin_ns  # when an op was last in its parallel part
         self.caller = caller
@@ -210,6 +213,9 @@ class _Replay:
         spinning = self.intra > 1 and not pars and self.t < self.pool_used + self.spin_ns - EPS
         if spinning:
             demand += self.intra
+        inter_spin = self._inter_spin_ends()
+        if inter_spin < float("inf"):
+            demand += 1.0
         demand += waiting + self.beside * len(in_python)
         # the interpreter lock's Python (at most a core's worth) runs first, as long as a core
         # is left to the others; they share what it leaves
@@ -252,6 +258,7 @@ class _Replay:
             dt = min(dt, self.waking[0][0] - self.t)
         if spinning:
             dt = min(dt, self.pool_used + self.spin_ns - self.t)
+        dt = min(dt, inter_spin - self.t)
         dt = max(dt, 0.0)
         if host:
             self.host += dt
@@ -267,6 +274,10 @@ class _Replay:
             if s.left <= EPS and s.unit in self.states:
                 self._next(s)
 
+    def _inter_spin_ends(self) -> float:
+        """When the idle inter-op thread that spins now stops (inf: none spins)."""
+        return self.spin_until if self.spin_until > self.t + EPS else float("inf")
+
     def _start(self, k: int, slot: int = -1) -> None:
         self.states[k] = _State(k, self.units[k].main, slot=slot)
         self._next(self.states[k])
@@ -274,6 +285,16 @@ class _Replay:
     def _idle(self, slot: int) -> None:
         self.idle.append(slot)
         self.idle_since[slot] = self.t
+        # Eigen's pool leaves one thread out of work spinning (``kMaxSpinningThreads``) for
+        # ``spin_ns`` before it sleeps, wanting a core meanwhile; the others sleep at once
+        if self.spin_ns > 0 and self._inter_spin_ends() == float("inf"):
+            self.spinner, self.spin_until = slot, self.t + self.spin_ns
+
+    def _busy(self, slot: int) -> None:
+        """The idle inter-op thread ``slot`` has work (or is being woken for it)."""
+        self.idle.pop()
+        if slot == self.spinner:
+            self.spin_until = -float("inf")
 
     def _dispatch(self) -> None:
         while self.idle:
@@ -283,7 +304,7 @@ class _Replay:
                 # stays queued meanwhile, and its scheduler, once free, may take it first
                 if len(self.waking) >= len(self.queue) + sum(len(q) for q in self.local):
                     return
-                self.idle.pop()
+                self._busy(slot)
                 idle = self.t - self.idle_since[slot]
                 wake = self.inter_wake
                 up = wake.awake_ns if idle < self.spin_ns else wake.asleep_ns
@@ -292,7 +313,7 @@ class _Replay:
             k = self._take(slot)
             if k < 0:
                 return
-            self.idle.pop()
+            self._busy(slot)
             if k in self.states:  # back from a join
                 self.states[k].slot = slot
                 self._next(self.states[k])

@@ -181,6 +181,25 @@ def test_a_spinning_inter_op_thread_is_up_sooner_than_a_sleeping_one():
     assert span(0.5) == pytest.approx(18 * MS)
 
 
+def test_an_idle_inter_op_thread_spins_before_it_sleeps_and_crowds_the_cores():
+    # closures of 1 ms and 3 ms start together at 1 ms on two inter-op threads
+    step = fan_out(1, 3)
+
+    def span(cores: float, spin_ms: float, inter: int = 2) -> float:
+        return replay(step, 1, inter, cores, 1, spin_ns=spin_ms * MS).span_ns
+
+    # one core: each at half of it, the first ends at 3 ms; its thread then spins 1 ms beside
+    # the second (half a core each), which has 2 ms left: 0.5 done by 4 ms, 1.5 more, + 1
+    assert span(1, 1) == pytest.approx(6.5 * MS)
+    assert span(1, 0) == pytest.approx(6 * MS)
+    # a core each: the spin takes nothing from the second
+    assert span(2, 1) == span(2, 0) == pytest.approx(5 * MS)
+    # Eigen's pool leaves one thread spinning: with two idle, the third shares with one
+    assert replay(fan_out(1, 1, 4), 1, 3, 1, 1, spin_ns=1 * MS).span_ns == pytest.approx(
+        replay(fan_out(1, 1, 4), 1, 3, 1, 1, spin_ns=0).span_ns + 0.5 * MS
+    )
+
+
 def test_an_op_splits_no_finer_than_its_shards_allow():
     # one shard recorded at intra 2: at intra 2 its thread and that shard (2 lanes, not 3);
     # the pool splits it finer as it grows: 1 + 1 x intra / 2 lanes
