@@ -61,10 +61,9 @@ from dataclasses import dataclass, field
 from tftrace.analysis.predict.background import left_to
 from tftrace.analysis.predict.items import PYTHON
 from tftrace.analysis.predict.op_phases import HANDOFF, INLINE, PAR, Phase, op_phases
+from tftrace.analysis.predict.replayed import Replayed
 from tftrace.analysis.predict.step_work import (
-    BEGIN,
     CPU,
-    END,
     HOST,
     JOIN,
     MARK,
@@ -79,27 +78,6 @@ EPS = 1e-6  # ns: what is left of a phase when it is done
 CROWD = 1e-9  # threads wanting a core beyond the cores, at least, for the cores to be crowded
 HOLDS_GIL = (HOST, PYTHON)  # the waits whose CPU part is the interpreter's
 MAX_EVENTS = 10_000_000  # a guard: a step's replay ends, whatever its units hold
-
-
-@dataclass(frozen=True)
-class Replayed:
-    """A step's replayed span (ns), the part of it in which only recorded waits ran, and when
-    each request's marks were reached (``marks``: (request, BEGIN or END) -> ns)."""
-
-    span_ns: float
-    host_ns: float
-    marks: dict[tuple[int, str], float] = field(default_factory=dict)
-    # the time an op ran split over the Eigen pool while more threads wanted a core than
-    # there were cores (``replays.Replays.charge_crowding``)
-    crowded_ns: float = 0.0
-
-    def latencies(self) -> dict[int, float]:
-        """Each request's replayed latency (ns), for those whose both marks were reached."""
-        return {
-            r: end - self.marks[(r, BEGIN)]
-            for (r, edge), end in self.marks.items()
-            if edge == END and (r, BEGIN) in self.marks
-        }
 
 
 @dataclass

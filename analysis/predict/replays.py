@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tftrace.analysis.predict.background import Background
-from tftrace.analysis.predict.replay import Replayed, replay
+from tftrace.analysis.predict.replay import replay
+from tftrace.analysis.predict.replayed import Replayed
 from tftrace.analysis.predict.step_work import BEGIN, StepWork
 
 # A recording whose cores were crowded while ops ran split (``Replays.charge_crowding``) for
