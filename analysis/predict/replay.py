@@ -14,10 +14,10 @@ A fluid model, event by event:
   thread that waits for what it scheduled (``JOIN``) gives its inter-op thread back and is
   queued again, on the thread that ran the last of them, when that one ends.
 - Waking an inter-op thread (``inter_wake``, where the recording measures it: ``wakeup.py``):
-  a thread idle since before the closure was queued takes it only once woken, by how long it
-  had been idle (spinning for ``spin_ns``, then asleep), one thread woken per closure queued;
-  meanwhile the closure stays queued, and the thread that scheduled it takes it back if it is
-  free first (Eigen's pool pops a thread's own queue from the front, a thief takes the back).
+  a thread idle since before the closure was queued takes it only once up: the one spinning
+  (below) as an awake one, else the last to sleep, woken; one per closure queued. Meanwhile
+  the closure stays queued, and the thread that scheduled it takes it back if it is free first
+  (Eigen's pool pops a thread's own queue from the front, a thief takes the back).
   Taken at once, a Keras loop's closures of 2-3 us ran side by side for free.
 - An op runs its phases (``op_phases.py``): its hand-off costs what waking the pool does in
   the state the replay finds it in (``wakeup.py``); its parallel part runs over the Eigen
@@ -270,7 +270,7 @@ class _Replay:
 
     def _busy(self, slot: int) -> None:
         """The idle inter-op thread ``slot`` has work (or is being woken for it)."""
-        self.idle.pop()
+        self.idle.remove(slot)
         if slot == self.spinner:
             self.spin_until = -float("inf")
 
@@ -278,14 +278,15 @@ class _Replay:
         while self.idle:
             slot = self.idle[-1]
             if self.inter_wake is not None and self._asleep(slot):
-                # Eigen's pool wakes one idle thread per closure it can take; the closure
-                # stays queued meanwhile, and its scheduler, once free, may take it first
+                # one idle thread up per closure queued (the spinning one, else the last to
+                # sleep); the closure stays queued meanwhile: its scheduler, once free, may take it
                 if len(self.waking) >= len(self.queue) + sum(len(q) for q in self.local):
                     return
+                spinning = self._inter_spin_ends() < float("inf")
+                slot = self.spinner if spinning else slot
                 self._busy(slot)
-                idle = self.t - self.idle_since[slot]
                 wake = self.inter_wake
-                up = wake.awake_ns if idle < self.spin_ns else wake.asleep_ns
+                up = wake.awake_ns if spinning else wake.asleep_ns
                 bisect.insort(self.waking, (self.t + up, slot))
                 continue
             k = self._take(slot)

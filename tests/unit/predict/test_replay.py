@@ -181,6 +181,37 @@ def test_a_spinning_inter_op_thread_is_up_sooner_than_a_sleeping_one():
     assert span(0.5) == pytest.approx(18 * MS)
 
 
+def test_only_the_one_spinning_inter_op_thread_is_up_sooner():
+    # closures of 1 ms, 2 ms and one of 4.5 ms that then queues a 5 ms closure and works 4 ms
+    # more, all woken at 1 ms: up at 6 ms. The first thread out of work spins from 7 ms; the
+    # second, idle from 8 ms while the first spins, sleeps at once (Eigen's pool leaves one
+    # thread spinning); the 5 ms closure is queued at 10.5 ms
+    wake = Wakeup(awake_ns=0.1 * MS, asleep_ns=5 * MS)
+    main = Unit(
+        0,
+        True,
+        (
+            Segment(WAITS, 1 * MS, HOST),
+            *spawn(1, 2, 3),
+            Segment(JOIN, units=(1, 2, 3, 4)),
+            Segment(WAITS, 1 * MS, HOST),
+        ),
+    )
+    queues = Unit(1, False, (Segment(CPU, 4.5 * MS), *spawn(4), Segment(CPU, 4 * MS)))
+    closures = (Unit(1, False, (Segment(CPU, 1 * MS),)), Unit(1, False, (Segment(CPU, 2 * MS),)))
+    step = StepWork(1, 0, (main, *closures, queues, Unit(1, False, (Segment(CPU, 5 * MS),))))
+
+    def span(spin_ms: float) -> float:
+        return replay(step, 1, 3, 8, 1, spin_ns=spin_ms * MS, inter_wake=wake).span_ns
+
+    # a spin of 5 ms: the first thread still spins at 10.5 ms, is up at 10.6: 15.6 + 1
+    assert span(5) == pytest.approx(16.6 * MS)
+    # a spin of 3 ms: the first has slept since 10 ms and the second never spun, though idle
+    # for less than the spin; the queuing thread, free at 14.5 ms, takes its closure back
+    # before one wakes at 15.5: 14.5 + 5 + 1
+    assert span(3) == pytest.approx(20.5 * MS)
+
+
 def test_an_idle_inter_op_thread_spins_before_it_sleeps_and_crowds_the_cores():
     # closures of 1 ms and 3 ms start together at 1 ms on two inter-op threads
     step = fan_out(1, 3)
